@@ -1,0 +1,341 @@
+"""Task service-time laws.
+
+Each law exposes the scipy.stats interface the rest of the library uses
+(``mean()``, ``cdf(t)``, ``sf(t)``, ``rvs(size, random_state)``), plus
+``describe()`` (a JSON-able dict) and, where one exists, an exact
+``order_stat_mean(j, n)``. Any frozen scipy.stats distribution with support on
+``[0, inf)`` can be used wherever a task law is accepted
+(:func:`as_task_distribution` wraps it).
+
+The hyperexponential and deterministic laws are written here rather than taken
+from scipy.stats because scipy has no hyperexponential, and its degenerate
+"deterministic" stand-ins (e.g. ``uniform(d, 0)``) are rejected by scipy; the
+classes are a few lines each and vectorised.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from ._validation import ParameterError, check_int, check_positive, check_probability
+from .order_stats import exp_order_stat_mean
+
+
+class TaskDistribution(abc.ABC):
+    """Base class of task laws on ``[0, inf)``."""
+
+    name = "task-law"
+    #: points where the CDF jumps or bends sharply (help numerical integration)
+    breakpoints: tuple = ()
+
+    @abc.abstractmethod
+    def mean(self) -> float:
+        """See the class docstring."""
+
+    @abc.abstractmethod
+    def cdf(self, t):
+        """See the class docstring."""
+
+    def sf(self, t):
+        return 1.0 - self.cdf(t)
+
+    @abc.abstractmethod
+    def rvs(self, size=None, random_state=None):
+        """See the class docstring."""
+
+    @abc.abstractmethod
+    def describe(self) -> dict:
+        """See the class docstring."""
+
+    def order_stat_mean(self, j: int, n: int) -> float | None:
+        """Exact E[X_(j:n)] if known in closed form, else ``None``."""
+        return None
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.describe().items() if k != "law")
+        return f"{type(self).__name__}({args})"
+
+
+def _rng(random_state) -> np.random.Generator:
+    return np.random.default_rng(random_state)
+
+
+class Exponential(TaskDistribution):
+    """Exp(rate): mean 1/rate (time units)."""
+
+    name = "exponential"
+
+    def __init__(self, rate: float = 1.0):
+        self.rate = check_positive("rate", rate, "(per unit time)")
+
+    def mean(self):
+        return 1.0 / self.rate
+
+    def cdf(self, t):
+        t = np.asarray(t, dtype=float)
+        return np.where(t > 0, -np.expm1(-self.rate * np.maximum(t, 0.0)), 0.0)
+
+    def sf(self, t):
+        t = np.asarray(t, dtype=float)
+        return np.where(t > 0, np.exp(-self.rate * np.maximum(t, 0.0)), 1.0)
+
+    def rvs(self, size=None, random_state=None):
+        return _rng(random_state).exponential(1.0 / self.rate, size)
+
+    def describe(self):
+        return {"law": self.name, "rate": self.rate}
+
+    def order_stat_mean(self, j, n):
+        return exp_order_stat_mean(j, n, self.rate)
+
+
+class HyperExponential(TaskDistribution):
+    """Mixture of exponentials: with probability ``probs[i]`` the rate is ``rates[i]``.
+
+    The paper's "bimodal exponential" task law (Fig. 3 right) is the two-phase
+    case, see :meth:`bimodal`.
+    """
+
+    name = "hyperexponential"
+
+    def __init__(self, probs, rates):
+        probs = np.atleast_1d(np.asarray(probs, dtype=float))
+        rates = np.atleast_1d(np.asarray(rates, dtype=float))
+        if probs.shape != rates.shape or probs.ndim != 1 or probs.size == 0:
+            raise ParameterError("probs and rates must be equal-length non-empty lists "
+                                 f"(got {probs.size} probs and {rates.size} rates)")
+        for i, p in enumerate(probs):
+            check_probability(f"probs[{i}]", float(p))
+        for i, r in enumerate(rates):
+            check_positive(f"rates[{i}]", float(r), "(per unit time)")
+        if not math.isclose(probs.sum(), 1.0, rel_tol=0, abs_tol=1e-12):
+            raise ParameterError(f"probs must sum to 1 (got sum {probs.sum()!r})")
+        self.probs = probs / probs.sum()
+        self.rates = rates
+
+    @classmethod
+    def bimodal(cls, p: float, rate1: float, rate2: float) -> HyperExponential:
+        """Rate ``rate1`` with probability ``p``, else ``rate2``."""
+        p = check_probability("p", p)
+        return cls([p, 1.0 - p], [rate1, rate2])
+
+    def mean(self):
+        return float(np.sum(self.probs / self.rates))
+
+    def sf(self, t):
+        t = np.asarray(t, dtype=float)
+        tt = np.maximum(t, 0.0)[..., None]
+        return np.where(t > 0, np.sum(self.probs * np.exp(-self.rates * tt), axis=-1), 1.0)
+
+    def cdf(self, t):
+        return 1.0 - self.sf(t)
+
+    def rvs(self, size=None, random_state=None):
+        rng = _rng(random_state)
+        phase = rng.choice(self.rates.size, size=size, p=self.probs)
+        return rng.exponential(1.0, size) / self.rates[phase]
+
+    def describe(self):
+        return {"law": self.name, "probs": self.probs.tolist(), "rates": self.rates.tolist()}
+
+
+class Erlang(TaskDistribution):
+    """Erlang(shape, rate): sum of ``shape`` iid Exp(rate); mean shape/rate."""
+
+    name = "erlang"
+
+    def __init__(self, shape: int, rate: float):
+        self.shape = check_int("shape", shape, low=1)
+        self.rate = check_positive("rate", rate, "(per unit time)")
+        self._frozen = stats.gamma(a=self.shape, scale=1.0 / self.rate)
+
+    def mean(self):
+        return self.shape / self.rate
+
+    def cdf(self, t):
+        return self._frozen.cdf(t)
+
+    def sf(self, t):
+        return self._frozen.sf(t)
+
+    def rvs(self, size=None, random_state=None):
+        return _rng(random_state).gamma(self.shape, 1.0 / self.rate, size)
+
+    def describe(self):
+        return {"law": self.name, "shape": self.shape, "rate": self.rate}
+
+
+class Deterministic(TaskDistribution):
+    """Every task takes exactly ``value`` time units."""
+
+    name = "deterministic"
+
+    def __init__(self, value: float):
+        self.value = check_positive("value", value, "(time units)")
+        self.breakpoints = (self.value,)
+
+    def mean(self):
+        return self.value
+
+    def cdf(self, t):
+        return np.where(np.asarray(t, dtype=float) >= self.value, 1.0, 0.0)
+
+    def rvs(self, size=None, random_state=None):
+        return np.full(size if size is not None else (), self.value, dtype=float)
+
+    def describe(self):
+        return {"law": self.name, "value": self.value}
+
+    def order_stat_mean(self, j, n):
+        return self.value
+
+
+class Empirical(TaskDistribution):
+    """The empirical law of a sample of task times (resampled with replacement)."""
+
+    name = "empirical"
+
+    def __init__(self, samples):
+        x = np.sort(np.asarray(samples, dtype=float).ravel())
+        if x.size == 0:
+            raise ParameterError("samples must contain at least one task time (got none)")
+        if not np.all(np.isfinite(x)) or x[0] < 0 or x[-1] <= 0:
+            raise ParameterError("samples must be finite task times >= 0 with a positive "
+                                 f"maximum (got min {x[0]!r}, max {x[-1]!r})")
+        self.samples = x
+        self.breakpoints = tuple(np.unique(x).tolist())
+
+    def mean(self):
+        return float(self.samples.mean())
+
+    def cdf(self, t):
+        t = np.asarray(t, dtype=float)
+        return np.searchsorted(self.samples, t, side="right") / self.samples.size
+
+    def rvs(self, size=None, random_state=None):
+        return _rng(random_state).choice(self.samples, size=size, replace=True)
+
+    def describe(self):
+        return {"law": self.name, "n": int(self.samples.size), "mean": self.mean()}
+
+    def order_stat_mean(self, j, n):
+        # The CDF is a step function: integrate P[X_(j:n) > t] exactly, piece by piece.
+        values = np.unique(self.samples)
+        cdf_at = self.cdf(values)  # F on [values[i], values[i+1])
+        lengths = np.diff(values)
+        tail = stats.binom.cdf(j - 1, n, cdf_at[:-1])
+        return float(values[0] + np.sum(lengths * tail))
+
+
+class _ScipyLaw(TaskDistribution):
+    """Adapter for a frozen scipy.stats distribution."""
+
+    name = "scipy"
+
+    def __init__(self, frozen):
+        low, _ = frozen.support()
+        if low < 0:
+            raise ParameterError("task_dist must have support on [0, inf) "
+                                 f"(got a scipy law with lower support {low!r})")
+        self.frozen = frozen
+
+    def mean(self):
+        return float(self.frozen.mean())
+
+    def cdf(self, t):
+        return self.frozen.cdf(t)
+
+    def sf(self, t):
+        return self.frozen.sf(t)
+
+    def rvs(self, size=None, random_state=None):
+        return self.frozen.rvs(size=size, random_state=_rng(random_state))
+
+    def describe(self):
+        return {"law": f"scipy.{self.frozen.dist.name}", "args": list(self.frozen.args),
+                "kwds": dict(self.frozen.kwds)}
+
+
+def as_task_distribution(obj, task_rate: float = 1.0) -> TaskDistribution:
+    """Turn ``obj`` into a :class:`TaskDistribution`.
+
+    ``None`` means Exp(task_rate); a frozen scipy.stats law is wrapped; a
+    string is parsed by :func:`parse_task_distribution`.
+    """
+    if obj is None:
+        return Exponential(task_rate)
+    if isinstance(obj, TaskDistribution):
+        return obj
+    if isinstance(obj, str):
+        return parse_task_distribution(obj)
+    if hasattr(obj, "dist") and hasattr(obj, "cdf") and hasattr(obj, "support"):
+        return _ScipyLaw(obj)
+    raise ParameterError("task_dist must be a TaskDistribution, a frozen scipy.stats "
+                         f"distribution or a spec string such as 'exponential:rate=1' "
+                         f"(got {type(obj).__name__})")
+
+
+_SPEC_HELP = ("'exponential:rate=R', 'bimodal:p=P,rate1=R1,rate2=R2', "
+              "'erlang:shape=N,rate=R', 'deterministic:value=D' or 'empirical:file=PATH'")
+
+
+def parse_task_distribution(spec: str) -> TaskDistribution:
+    """Parse a task-law spec such as ``'bimodal:p=0.9,rate1=10,rate2=0.1'``.
+
+    Accepted forms: ``exponential:rate=R`` (alias ``exp``), ``bimodal:p=P,rate1=R1,rate2=R2``
+    (alias ``hyperexponential``), ``erlang:shape=N,rate=R``, ``deterministic:value=D``
+    and ``empirical:file=PATH`` (one task time per line, or a CSV's first column).
+    """
+    name, _, rest = spec.strip().partition(":")
+    name = name.strip().lower()
+    kwargs: dict[str, str] = {}
+    if rest.strip():
+        for item in rest.split(","):
+            key, eq, value = item.partition("=")
+            if not eq:
+                raise ParameterError(f"task_dist spec item {item!r} must look like key=value; "
+                                     f"valid specs: {_SPEC_HELP}")
+            kwargs[key.strip()] = value.strip()
+
+    def num(key, default=None, cast=float):
+        if key not in kwargs:
+            if default is None:
+                raise ParameterError(f"task_dist {name!r} needs {key}=...; valid specs: {_SPEC_HELP}")
+            return default
+        try:
+            return cast(kwargs.pop(key))
+        except ValueError:
+            raise ParameterError(f"task_dist parameter {key} must be a number "
+                                 f"(got {kwargs.get(key, '?')!r})") from None
+
+    if name in ("exponential", "exp"):
+        law = Exponential(num("rate", 1.0))
+    elif name in ("bimodal", "hyperexponential"):
+        law = HyperExponential.bimodal(num("p"), num("rate1"), num("rate2"))
+    elif name == "erlang":
+        law = Erlang(num("shape", cast=int), num("rate"))
+    elif name == "deterministic":
+        law = Deterministic(num("value", 1.0))
+    elif name == "empirical":
+        if "file" not in kwargs:
+            raise ParameterError(f"task_dist 'empirical' needs file=PATH; valid specs: {_SPEC_HELP}")
+        path = Path(kwargs.pop("file"))
+        if not path.is_file():
+            raise ParameterError(f"task_dist empirical file must exist (got {str(path)!r})")
+        text = path.read_text().replace(",", "\n").split()
+        try:
+            law = Empirical([float(v) for v in text])
+        except ValueError:
+            raise ParameterError(f"task_dist empirical file {str(path)!r} must hold numbers "
+                                 "only, one per line") from None
+    else:
+        raise ParameterError(f"task_dist must be one of {_SPEC_HELP} (got {spec!r})")
+    if kwargs:
+        raise ParameterError(f"task_dist {name!r} got unknown parameters {sorted(kwargs)}; "
+                             f"valid specs: {_SPEC_HELP}")
+    return law

@@ -1,0 +1,160 @@
+"""Harmonic numbers and order statistics of task times.
+
+Renyi's representation (paper eqs. 1, 4, 6): the j-th smallest of n iid
+Exp(mu) variables is ``X_(j:n) = sum_{i=0}^{j-1} E_i / ((n - i) mu)`` with
+independent standard exponentials ``E_i``. Hence
+
+* ``E[X_(j:n)] = (H_n - H_{n-j}) / mu`` (eqs. 2, 5, 7),
+* ``Var[X_(j:n)] = sum_{i=0}^{j-1} 1 / ((n - i) mu)^2``,
+* ``M(theta) = prod_{i=0}^{j-1} (n - i) mu / ((n - i) mu - theta)`` for
+  ``theta < (n - j + 1) mu`` (eq. 27).
+
+For a general task law F (MODEL.md section 3),
+``E[X_(j:n)] = integral_0^inf P[Bin(n, F(t)) < j] dt``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from scipy import integrate, stats
+
+from ._validation import check_int, check_positive
+
+
+@functools.lru_cache(maxsize=8)
+def _harmonic_table(n_max: int) -> np.ndarray:
+    table = np.zeros(n_max + 1)
+    table[1:] = np.cumsum(1.0 / np.arange(1, n_max + 1))
+    return table
+
+
+def harmonic(n):
+    """Harmonic number ``H_n = 1 + 1/2 + ... + 1/n`` with ``H_0 = 0``.
+
+    Accepts an integer or an integer array (values >= 0).
+    """
+    arr = np.asarray(n)
+    if arr.ndim == 0:
+        n_int = check_int("n", n, low=0)
+        return float(_harmonic_table(max(n_int, 1))[n_int])
+    if arr.size and (arr.min() < 0 or not np.all(np.equal(np.mod(arr, 1), 0))):
+        check_int("n", arr[(arr < 0) | (np.mod(arr, 1) != 0)].flat[0], low=0)
+    idx = arr.astype(np.int64)
+    top = int(idx.max()) if idx.size else 1
+    return _harmonic_table(max(top, 1))[idx]
+
+
+def _check_jn(j, n):
+    n = check_int("n", n, low=1)
+    j = check_int("j", j, low=1, high=n, high_name=f"n = {n}")
+    return j, n
+
+
+def exp_order_stat_mean(j: int, n: int, rate: float = 1.0) -> float:
+    """E[X_(j:n)] for n iid Exp(rate): ``(H_n - H_{n-j}) / rate`` (time units)."""
+    j, n = _check_jn(j, n)
+    rate = check_positive("rate", rate)
+    # sum of 1/i for i in (n-j, n], summed from small to large terms for accuracy
+    return float(np.sum(1.0 / np.arange(n, n - j, -1)) / rate)
+
+
+def exp_order_stat_var(j: int, n: int, rate: float = 1.0) -> float:
+    """Var[X_(j:n)] for n iid Exp(rate) (time units squared)."""
+    j, n = _check_jn(j, n)
+    rate = check_positive("rate", rate)
+    return float(np.sum(1.0 / (np.arange(n - j + 1, n + 1) * rate) ** 2))
+
+
+def exp_order_stat_mgf(theta, j: int, n: int, rate: float = 1.0):
+    """MGF ``E[exp(theta X_(j:n))]`` for n iid Exp(rate) (paper eq. 27).
+
+    Finite for ``theta < (n - j + 1) rate``; returns ``inf`` elsewhere so that
+    optimisers see the boundary. ``theta`` may be an array.
+    """
+    j, n = _check_jn(j, n)
+    rate = check_positive("rate", rate)
+    theta = np.asarray(theta, dtype=float)
+    r = np.arange(n - j + 1, n + 1) * rate  # the j exponential rates
+    feasible = theta < r[0]
+    safe = np.where(feasible, theta, 0.0)
+    log_m = -np.sum(np.log1p(-safe[..., None] / r), axis=-1)
+    out = np.where(feasible, np.exp(log_m), np.inf)
+    return float(out) if out.ndim == 0 else out
+
+
+def order_stat_mean(dist, j: int, n: int, method: str = "auto") -> float:
+    """E[X_(j:n)], the mean of the j-th smallest of n iid task times.
+
+    Parameters
+    ----------
+    dist : TaskDistribution or frozen scipy.stats law
+    j, n : int
+        ``1 <= j <= n``.
+    method : {"auto", "quad"}
+        ``"auto"`` uses the law's closed form when it has one; ``"quad"``
+        always integrates ``P[X_(j:n) > t] = P[Bin(n, F(t)) < j]`` numerically
+        (adaptive quadrature between the law's breakpoints, then to infinity).
+    """
+    from .distributions import as_task_distribution
+
+    j, n = _check_jn(j, n)
+    law = as_task_distribution(dist)
+    if method == "auto":
+        exact = law.order_stat_mean(j, n)
+        if exact is not None:
+            return float(exact)
+    elif method != "quad":
+        raise ValueError(f"method must be 'auto' or 'quad' (got {method!r})")
+
+    def tail(t):
+        return float(stats.binom.cdf(j - 1, n, float(law.cdf(t))))
+
+    edges = [0.0, *sorted(b for b in law.breakpoints if b > 0)]
+    total = 0.0
+    for a, b in zip(edges[:-1], edges[1:]):
+        total += integrate.quad(tail, a, b, limit=200, epsabs=1e-13, epsrel=1e-12)[0]
+    # The tail beyond the last breakpoint: split at a few multiples of the mean so
+    # quad sees where the mass is before the infinite range.
+    start = edges[-1]
+    scale = max(law.mean(), 1e-12)
+    for b in (start + scale, start + 10 * scale, start + 100 * scale):
+        total += integrate.quad(tail, start, b, limit=200, epsabs=1e-13, epsrel=1e-12)[0]
+        start = b
+    total += integrate.quad(tail, start, np.inf, limit=200, epsabs=1e-13, epsrel=1e-12)[0]
+    return total
+
+
+def server_time_per_job(dist, tasks: int, needed: int) -> tuple[float, float]:
+    """Expected total and useful server time of one (k, l) job (time units).
+
+    A job runs ``k`` tasks and departs when ``l`` have finished; the other
+    ``k - l`` are killed at that moment (MODEL.md section 3):
+
+    * total  = ``sum_{j<l} E[X_(j:k)] + (k - l + 1) E[X_(l:k)]``
+      (equals ``l / mu`` for Exp(mu) tasks, paper eq. 13),
+    * useful = ``sum_{j<=l} E[X_(j:k)]`` (paper eq. 15).
+
+    The same holds for 1- and 2-barrier systems: the barrier changes when a
+    job starts, not how long its tasks run.
+    """
+    k = check_int("tasks", tasks, low=1)
+    l_ = check_int("needed", needed, low=1, high=k, high_name=f"tasks = {k}")
+    means = np.array([order_stat_mean(dist, j, k) for j in range(1, l_ + 1)])
+    total = float(means[:-1].sum() + (k - l_ + 1) * means[-1])
+    useful = float(means.sum())
+    return total, useful
+
+
+def exp_server_time_per_job(tasks: int, needed: int, task_rate: float = 1.0) -> tuple[float, float]:
+    """Closed form of :func:`server_time_per_job` for Exp(mu) tasks (paper eqs. 13, 15).
+
+    Returns ``(l / mu, (l - (k - l)(H_k - H_{k-l})) / mu)``: expected total and
+    useful server time of one (k, l) job, in time units.
+    """
+    k = check_int("tasks", tasks, low=1)
+    l_ = check_int("needed", needed, low=1, high=k, high_name=f"tasks = {k}")
+    mu = check_positive("task_rate", task_rate)
+    discarded = (k - l_) * exp_order_stat_mean(l_, k, mu)
+    return l_ / mu, l_ / mu - discarded
