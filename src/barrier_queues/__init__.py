@@ -7,15 +7,41 @@ of the paper they model (``stability``, ``ctmc``, ``order_stats``, ...).
 """
 
 from ._validation import ParameterError
-from .ctmc import (BackloggedChain, CTMCStability, build_backlogged_chain,
-                   count_feasible_states, ctmc_stability, stationary_distribution)
-from .distributions import (Deterministic, Empirical, Erlang, Exponential, HyperExponential,
-                            TaskDistribution, as_task_distribution, parse_task_distribution)
-from .order_stats import (exp_order_stat_mean, exp_order_stat_mgf, exp_order_stat_var,
-                          exp_server_time_per_job, harmonic, order_stat_mean,
-                          server_time_per_job)
-from .stability import (StabilityLimit, one_barrier_lambda_max, stability_curve,
-                        stability_limit, table_one, two_barrier_lambda_max)
+from .ctmc import (
+                   BackloggedChain,
+                   CTMCStability,
+                   build_backlogged_chain,
+                   count_feasible_states,
+                   ctmc_stability,
+                   stationary_distribution,
+)
+from .distributions import (
+                   Deterministic,
+                   Empirical,
+                   Erlang,
+                   Exponential,
+                   HyperExponential,
+                   TaskDistribution,
+                   as_task_distribution,
+                   parse_task_distribution,
+)
+from .order_stats import (
+                   exp_order_stat_mean,
+                   exp_order_stat_mgf,
+                   exp_order_stat_var,
+                   exp_server_time_per_job,
+                   harmonic,
+                   order_stat_mean,
+                   server_time_per_job,
+)
+from .stability import (
+                   StabilityLimit,
+                   one_barrier_lambda_max,
+                   stability_curve,
+                   stability_limit,
+                   table_one,
+                   two_barrier_lambda_max,
+)
 from .system import BarrierSystem
 
 __version__ = "0.1.0"

@@ -29,6 +29,7 @@ memory through fill-in.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass, field
@@ -207,7 +208,7 @@ def _stationary_by_levels(chain: BackloggedChain, tol: float, max_iter: int) -> 
     p_start_t = sp.csr_matrix((p[chain.start], (chain.dst[chain.start], chain.src[chain.start])),
                               shape=(n, n))
     edges = np.flatnonzero(np.r_[True, b[1:] != b[:-1], True])
-    blocks = [(a, e, p_down_t[a:e]) for a, e in zip(edges[:-1], edges[1:])]
+    blocks = [(a, e, p_down_t[a:e]) for a, e in itertools.pairwise(edges)]
     nu = np.full(n, 1.0 / n)
     best = np.inf
     stalled = 0

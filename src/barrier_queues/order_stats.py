@@ -16,6 +16,7 @@ For a general task law F (MODEL.md section 3),
 from __future__ import annotations
 
 import functools
+import itertools
 
 import numpy as np
 from scipy import integrate, stats
@@ -111,18 +112,19 @@ def order_stat_mean(dist, j: int, n: int, method: str = "auto") -> float:
     def tail(t):
         return float(stats.binom.cdf(j - 1, n, float(law.cdf(t))))
 
+    scale = max(law.mean(), 1e-300)
+    opts = {"limit": 400, "epsabs": 1e-13 * scale, "epsrel": 1e-11}
     edges = [0.0, *sorted(b for b in law.breakpoints if b > 0)]
     total = 0.0
-    for a, b in zip(edges[:-1], edges[1:]):
-        total += integrate.quad(tail, a, b, limit=200, epsabs=1e-13, epsrel=1e-12)[0]
-    # The tail beyond the last breakpoint: split at a few multiples of the mean so
+    for a, b in itertools.pairwise(edges):
+        total += integrate.quad(tail, a, b, **opts)[0]
+    # Beyond the last breakpoint: split at a few multiples of the mean so that
     # quad sees where the mass is before the infinite range.
     start = edges[-1]
-    scale = max(law.mean(), 1e-12)
     for b in (start + scale, start + 10 * scale, start + 100 * scale):
-        total += integrate.quad(tail, start, b, limit=200, epsabs=1e-13, epsrel=1e-12)[0]
+        total += integrate.quad(tail, start, b, **opts)[0]
         start = b
-    total += integrate.quad(tail, start, np.inf, limit=200, epsabs=1e-13, epsrel=1e-12)[0]
+    total += integrate.quad(tail, start, np.inf, **opts)[0]
     return total
 
 

@@ -30,8 +30,7 @@ import pandas as pd
 from ._validation import ParameterError, check_choice
 from .ctmc import MAX_STATES, ctmc_stability
 from .distributions import Exponential, as_task_distribution
-from .order_stats import (exp_order_stat_mean, exp_server_time_per_job, order_stat_mean,
-                          server_time_per_job)
+from .order_stats import exp_order_stat_mean, exp_server_time_per_job, order_stat_mean, server_time_per_job
 from .system import BarrierSystem
 
 METHODS = ("auto", "closed-form", "ctmc", "order-statistics")

@@ -1,0 +1,66 @@
+"""Task laws: moments against integration, sampling against CIs, spec parsing."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+import barrier_queues as bq
+
+LAWS = [
+    bq.Exponential(2.0),
+    bq.HyperExponential.bimodal(0.9, 10.0, 0.1),
+    bq.Erlang(4, 4.0),
+    bq.Deterministic(1.5),
+    bq.Empirical([0.5, 1.0, 1.0, 4.0]),
+]
+
+
+@pytest.mark.parametrize("law", LAWS, ids=lambda d: d.name)
+def test_mean_is_the_integral_of_the_survival_function(law):
+    points = [p for p in law.breakpoints] or None
+    upper = 200 * law.mean()
+    value = integrate.quad(lambda t: float(law.sf(t)), 0, upper, points=points, limit=400)[0]
+    assert value == pytest.approx(law.mean(), rel=1e-7)
+
+
+@pytest.mark.parametrize("law", LAWS, ids=lambda d: d.name)
+def test_sampling_is_seeded_and_has_the_right_mean(law):
+    a = law.rvs(100_000, random_state=7)
+    b = law.rvs(100_000, random_state=7)
+    np.testing.assert_array_equal(a, b)
+    assert (a >= 0).all()
+    sd = a.std(ddof=1)
+    if sd == 0:
+        assert a.mean() == law.mean()
+    else:
+        assert abs(a.mean() - law.mean()) < stats.norm.ppf(0.9995) * sd / math.sqrt(a.size)
+
+
+def test_sampled_distribution_matches_cdf_by_ks_test():
+    for law in LAWS[:3]:
+        x = law.rvs(20_000, random_state=11)
+        assert stats.kstest(x, law.cdf).pvalue > 0.001
+
+
+@pytest.mark.parametrize("spec, cls, attrs", [
+    ("exponential:rate=2", bq.Exponential, {"rate": 2.0}),
+    ("exp", bq.Exponential, {"rate": 1.0}),
+    ("erlang:shape=3,rate=1.5", bq.Erlang, {"shape": 3, "rate": 1.5}),
+    ("deterministic:value=0.25", bq.Deterministic, {"value": 0.25}),
+    (" Bimodal : p=0.9 , rate1=10 , rate2=0.1 ", bq.HyperExponential, {}),
+])
+def test_spec_parsing(spec, cls, attrs):
+    law = bq.parse_task_distribution(spec)
+    assert isinstance(law, cls)
+    for key, value in attrs.items():
+        assert getattr(law, key) == value
+
+
+def test_empirical_spec_reads_a_file(tmp_path):
+    f = tmp_path / "times.txt"
+    f.write_text("0.5\n1.5\n2.5\n")
+    law = bq.parse_task_distribution(f"empirical:file={f}")
+    assert law.mean() == pytest.approx(1.5)
+    assert law.describe() == {"law": "empirical", "n": 3, "mean": 1.5}
