@@ -1,0 +1,89 @@
+"""The book's notebooks: MyST/ipynb pairs in sync, executed, parameterised, rerunnable."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+import papermill
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+SOURCES = sorted((BOOK / "myst").glob("*.md"))
+NAMES = [p.stem for p in SOURCES]
+
+
+def _cells(nb):
+    return [(c.cell_type, c.source.strip(), sorted(c.metadata.get("tags", []))) for c in nb.cells]
+
+
+def test_every_source_has_an_executed_notebook_and_vice_versa():
+    assert NAMES, "no notebooks found"
+    assert sorted(p.stem for p in BOOK.glob("*.ipynb")) == NAMES
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pair_is_in_sync(name):
+    text = jupytext.read(BOOK / "myst" / f"{name}.md")
+    executed = nbformat.read(BOOK / f"{name}.ipynb", as_version=4)
+    assert _cells(text) == _cells(executed), (
+        f"book/{name}.ipynb is out of date with book/myst/{name}.md: run `make notebooks`")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_is_executed_parameterised_and_clean(name):
+    nb = nbformat.read(BOOK / f"{name}.ipynb", as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert "parameters" in code[0].metadata.get("tags", []), "first code cell must be tagged parameters"
+    assert sum("parameters" in c.metadata.get("tags", []) for c in code) == 1
+    assert all(c.execution_count is not None for c in code), "notebook not fully executed"
+    assert not any(o.output_type == "error" for c in code for o in c.outputs)
+    assert not any(o.output_type == "stream" and o.name == "stderr" for c in code for o in c.outputs)
+    assert "papermill" not in nb.metadata
+    assert nb.metadata.kernelspec.name == "python3"
+    assert any(c.outputs for c in code)
+
+
+def test_every_notebook_is_in_the_table_of_contents():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = {c["file"] for c in toc["chapters"]}
+    assert {f"book/{n}" for n in NAMES} <= files
+
+
+RERUNS = {
+    "stability": {"servers": 8, "tasks": 4, "needed": 2, "fig2_servers": [4, 8], "fig3_servers": 6,
+                  "fig3_tasks": 6},
+    "ctmc": {"servers": 12, "tasks": 6, "scaling_systems": [[8, 4, 4], [12, 6, 5]]},
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_reruns_with_new_parameters(name, tmp_path):
+    out = tmp_path / f"{name}.ipynb"
+    papermill.execute_notebook(str(BOOK / f"{name}.ipynb"), str(out), parameters=RERUNS[name],
+                               kernel_name="python3", cwd=str(BOOK), progress_bar=False)
+    nb = nbformat.read(out, as_version=4)
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1
+    for key, value in RERUNS[name].items():
+        assert f"{key} = {json.dumps(value) if isinstance(value, list) else value}" in injected[0].source
+    assert not any(o.output_type == "error" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+@pytest.mark.slow
+def test_book_builds_without_warnings(tmp_path):
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("jupyter-book")), "build", str(ROOT), "--path-output",
+         str(tmp_path), "--warningiserror", "--keep-going"],
+        capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    html = tmp_path / "_build" / "html"
+    for name in ["intro", *NAMES]:
+        page = (html / "book" / f"{name}.html").read_text()
+        if name != "intro":
+            assert "<img" in page and "Fig." in page
+    assert (html / "index.html").exists()
