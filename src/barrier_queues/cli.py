@@ -5,6 +5,10 @@ Commands
 stability
     Maximum stable load of a 1- or 2-barrier (s,k,l) system (Table I, CTMC,
     order statistics). ``--json`` prints one JSON object.
+simulate
+    Simulate a barrier system (any of MODEL.md section 2's variants) and print
+    utilization, means and quantiles of waiting, sojourn and execution time
+    with confidence intervals; ``--saturated`` estimates the stability limit.
 
 Bad input prints one line ``barrier-queues: error: ...`` naming the
 parameter and its valid range, and exits with status 2.
@@ -45,6 +49,66 @@ def _print_stability(out: dict) -> None:
     print(f"task_throughput   {out['task_throughput']:.10g}  tasks per worker per mean task time")
 
 
+def _simulate(args) -> dict:
+    from .simulate import SimulationConfig, saturated_throughput, simulate
+
+    if args.tasks is None and args.tasks_pmf is None:
+        raise ParameterError("give --tasks K (1 <= K <= servers) or --tasks-pmf 'k:p,...' (got neither)")
+    config = SimulationConfig(
+        servers=args.servers, tasks=args.tasks if args.tasks_pmf is None else None,
+        arrival_rate=None if args.saturated else args.arrival_rate, needed=args.needed,
+        barriers=args.barriers, task_rate=args.task_rate, task_dist=args.task_dist,
+        tasks_pmf=args.tasks_pmf, barrier_fraction=args.barrier_fraction, arrival=args.arrival,
+        overhead=args.overhead, revive_interval=args.revive)
+    if args.saturated:
+        out = saturated_throughput(config, jobs=args.jobs, replications=args.replications,
+                                   seed=args.seed, workers=args.workers,
+                                   progress=False if args.json else None)
+        out["mode"] = "saturated"
+    else:
+        if args.arrival_rate is None:
+            raise ParameterError("--arrival-rate must be given (a number > 0), or --saturated")
+        result = simulate(config, jobs=args.jobs, replications=args.replications, seed=args.seed,
+                          warmup=args.warmup, workers=args.workers,
+                          progress=False if args.json else None,
+                          allow_unstable=args.allow_unstable)
+        out = result.summary()
+        out["mode"] = "queue"
+        if args.jobs_csv:
+            result.to_frame().to_csv(args.jobs_csv, index=False)
+            out["jobs_csv"] = args.jobs_csv
+    out["config"] = config.describe()
+    out["seed"] = args.seed
+    return out
+
+
+def _print_simulation(out: dict) -> None:
+    cfg = out["config"]
+    k = cfg["tasks"] if cfg["tasks"] is not None else f"pmf {cfg['tasks_pmf']}"
+    print(f"system        s = {cfg['servers']}, k = {k}, l = {cfg['needed']}, {cfg['barriers']}-barrier, "
+          f"barrier fraction {cfg['barrier_fraction']}, task law {cfg['task_dist']}")
+    if out["mode"] == "saturated":
+        print(f"saturated     {out['replications']} x {out['jobs']:,} jobs (warm-up {out['warmup']:,})")
+        for key in ("lambda_max", "rho_max", "rho_useful"):
+            lo, hi = out[f"{key}_ci"]
+            print(f"{key:<13} {out[key]:.6g}   {int(out['level'] * 100)}% CI [{lo:.6g}, {hi:.6g}]")
+        return
+    print(f"arrivals      {cfg['arrival']}, rate {cfg['arrival_rate']}; overhead {cfg['overhead']}")
+    print(f"jobs          {out['jobs']:,} measured ({out['replications']} replication(s), warm-up "
+          f"{out['warmup']:,} each); CI method {out['ci']['method']}")
+    print(f"utilization   {out['utilization']:.4f} measured, offered {out['offered_utilization']}")
+    stab = out["stability"]
+    print(f"stable        {out['stable']} (analytic lambda_max {stab['lambda_max']} by {stab['method']}; "
+          f"waiting-time drift tau {stab['kendall_tau']:.2f})")
+    print(f"{'':13} {'mean':>10} {'95% CI':>24} " + " ".join(f"{'q' + q:>10}" for q in out["quantiles"]["waiting"]))
+    for name in ("waiting", "sojourn", "execution"):
+        lo, hi = out["ci"][name]
+        qs = " ".join(f"{v:>10.4f}" for v in out["quantiles"][name].values())
+        print(f"{name:<13} {out['mean_' + name]:>10.4f} [{lo:>10.4f}, {hi:>10.4f}] {qs}")
+    print(f"speed         {out['jobs_per_second']:,.0f} jobs/s end to end, "
+          f"{out['kernel_jobs_per_second']:,.0f} jobs/s in the kernel")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="barrier-queues",
@@ -71,6 +135,35 @@ def build_parser() -> argparse.ArgumentParser:
                     help="refuse CTMCs with more feasible states (default 12,000,000)")
     st.add_argument("--json", action="store_true", help="print one JSON object")
     st.set_defaults(run=_stability, show=_print_stability)
+
+    sim = sub.add_parser("simulate", help="simulate a barrier system (queue or saturated)",
+                         description="Simulate a barrier system with the compiled kernel.")
+    sim.add_argument("--servers", "-s", type=int, required=True, help="workers s >= 1")
+    sim.add_argument("--tasks", "-k", type=int, default=None, help="tasks per job, 1 <= k <= s")
+    sim.add_argument("--needed", "-l", type=int, default=None, help="tasks that must finish (default k)")
+    sim.add_argument("--barriers", "-b", type=int, choices=(1, 2), default=1)
+    sim.add_argument("--arrival-rate", type=float, default=None, help="job arrival rate lambda > 0")
+    sim.add_argument("--arrival", choices=("poisson", "deterministic"), default="poisson")
+    sim.add_argument("--task-rate", type=float, default=1.0, help="rate mu of exponential tasks")
+    sim.add_argument("--task-dist", default=None, help="task law spec, e.g. 'erlang:shape=4,rate=4'")
+    sim.add_argument("--barrier-fraction", type=float, default=1.0,
+                     help="probability p that a job is a barrier job (hybrid systems)")
+    sim.add_argument("--tasks-pmf", default=None, help="pmf of k, e.g. '4:0.5,12:0.5'")
+    sim.add_argument("--overhead", choices=("paper", "event"), default=None,
+                     help="Spark blocking overhead model")
+    sim.add_argument("--revive", type=float, default=1.0, help="revive interval R (default 1)")
+    sim.add_argument("--jobs", type=int, default=100_000, help="jobs per replication")
+    sim.add_argument("--replications", type=int, default=1)
+    sim.add_argument("--warmup", type=int, default=None, help="jobs dropped per replication (default 10%%)")
+    sim.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
+    sim.add_argument("--seed", type=int, default=None)
+    sim.add_argument("--saturated", action="store_true",
+                     help="all jobs at time 0: estimate the stability limit lambda_max")
+    sim.add_argument("--allow-unstable", action="store_true",
+                     help="simulate even at or above the known stability limit")
+    sim.add_argument("--jobs-csv", default=None, help="write the per-job table to this CSV file")
+    sim.add_argument("--json", action="store_true", help="print one JSON object")
+    sim.set_defaults(run=_simulate, show=_print_simulation)
     return parser
 
 
@@ -82,7 +175,7 @@ def main(argv=None) -> int:
     except ParameterError as exc:
         parser.exit(2, f"barrier-queues: error: {exc}\n")
     if args.json:
-        print(json.dumps(out, sort_keys=True))
+        print(json.dumps(out, sort_keys=True, default=str))
     else:
         args.show(out)
     return 0

@@ -46,8 +46,10 @@ def simulate_reference(arrivals, tasks, barrier, times, servers: int, stragglers
                     tick = phase + math.ceil((tau - phase) / revive) * revive
                     if tick < tau:
                         tick += revive
-                    later = [b for b in arrivals[j + 1:] if b >= tau]
-                    start = min(tick, later[0]) if later else tick
+                    m = j + 1                  # the next job arrival at or after tau
+                    while m < len(arrivals) and arrivals[m] < tau:
+                        m += 1
+                    start = min(tick, arrivals[m]) if m < len(arrivals) else tick
             needed = k - stragglers
             ordered = sorted(xs)
             cut = ordered[needed - 1]          # the job departs at its l-th task end
