@@ -31,6 +31,7 @@ def simulate_reference(arrivals, tasks, barrier, times, servers: int, stragglers
     out = {"start": [], "departure": [], "work": [], "useful": []}
     tr = {"worker": [], "start": [], "end": []}
     arrivals = [float(a) for a in arrivals]
+    m = 0
     for j, a in enumerate(arrivals):
         k = int(tasks[j])
         xs = [float(x) for x in times[offset:offset + k]]
@@ -46,7 +47,9 @@ def simulate_reference(arrivals, tasks, barrier, times, servers: int, stragglers
                     tick = phase + math.ceil((tau - phase) / revive) * revive
                     if tick < tau:
                         tick += revive
-                    m = j + 1                  # the next job arrival at or after tau
+                    # the next job arrival at or after tau (tau only grows for
+                    # blocked jobs, so the search resumes where it stopped)
+                    m = max(m, j + 1)
                     while m < len(arrivals) and arrivals[m] < tau:
                         m += 1
                     start = min(tick, arrivals[m]) if m < len(arrivals) else tick
