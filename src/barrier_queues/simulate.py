@@ -19,6 +19,7 @@ for bit (chunk size is fixed, not tied to the number of cores).
 from __future__ import annotations
 
 import math
+import mmap
 import multiprocessing
 import os
 import sys
@@ -279,9 +280,30 @@ class Replication:
     trace: pd.DataFrame | None = None
 
 
+_OUTPUT_FIELDS = (("arrival", np.float64), ("start", np.float64), ("departure", np.float64),
+                  ("work", np.float64), ("useful", np.float64), ("tasks", np.int64),
+                  ("barrier", np.bool_))
+
+
+def _allocate(jobs: int, shared: bool = False) -> dict:
+    """Per-job output arrays; ``shared`` puts them in anonymous shared memory that
+    forked pool workers write into directly (no pickling of large results)."""
+    out = {}
+    for name, dtype in _OUTPUT_FIELDS:
+        if shared:
+            buf = mmap.mmap(-1, max(jobs * np.dtype(dtype).itemsize, 1))
+            out[name] = np.frombuffer(buf, dtype=dtype, count=jobs)
+        else:
+            out[name] = np.empty(jobs, dtype=dtype)
+    return out
+
+
 def run_replication(config: SimulationConfig, jobs: int, seed, saturated: bool = False,
-                    trace: bool = False) -> Replication:
-    """One replication of ``jobs`` jobs from ``seed`` (int, SeedSequence or Generator)."""
+                    trace: bool = False, out: dict | None = None) -> Replication:
+    """One replication of ``jobs`` jobs from ``seed`` (int, SeedSequence or Generator).
+
+    ``out`` optionally supplies the per-job output arrays (see ``_allocate``).
+    """
     _ensure_compiled()
     t_begin = time.perf_counter()
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
@@ -290,9 +312,8 @@ def run_replication(config: SimulationConfig, jobs: int, seed, saturated: bool =
     heap_key = np.zeros(s)
     heap_id = np.arange(s, dtype=np.int64)
     state = np.zeros(1)
-    out = {name: np.empty(jobs) for name in ("arrival", "start", "departure", "work", "useful")}
-    out_tasks = np.empty(jobs, dtype=np.int64)
-    out_barrier = np.empty(jobs, dtype=np.bool_)
+    out = _allocate(jobs) if out is None else out
+    out_tasks, out_barrier = out["tasks"], out["barrier"]
     traces = []
     kernel = 0.0
     chunk = draw_jobs(config, min(CHUNK, jobs), rng, saturated=saturated)
@@ -352,6 +373,16 @@ def _worker_run(args):
     return run_replication(config, jobs, seed, saturated)
 
 
+#: output buffers of the runs handed to a process pool, set before the fork
+_POOL_OUTPUTS: list = []
+
+
+def _pool_run(args):
+    index, (config, jobs, seed, saturated) = args
+    rep = run_replication(config, jobs, seed, saturated, out=_POOL_OUTPUTS[index])
+    return rep.kernel_seconds, rep.seconds
+
+
 def _run_many(tasks: list, workers: int | None, progress: bool | None, desc: str) -> list:
     """Run (config, jobs, seed, saturated) tuples, in a process pool when worthwhile."""
     _ensure_compiled()
@@ -367,12 +398,20 @@ def _run_many(tasks: list, workers: int | None, progress: bool | None, desc: str
             if show:
                 bar.update()
     else:
+        # forked workers inherit the shared output buffers and write into them
+        global _POOL_OUTPUTS
+        _POOL_OUTPUTS = [_allocate(t[1], shared=True) for t in tasks]
         ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            for r in pool.map(_worker_run, tasks):
-                results.append(r)
-                if show:
-                    bar.update()
+        try:
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                for i, (kernel, seconds) in enumerate(pool.map(_pool_run, enumerate(tasks))):
+                    o = _POOL_OUTPUTS[i]
+                    results.append(Replication(o["arrival"], o["start"], o["departure"], o["tasks"],
+                                               o["barrier"], o["work"], o["useful"], kernel, seconds))
+                    if show:
+                        bar.update()
+        finally:
+            _POOL_OUTPUTS = []
     if show:
         bar.close()
     return results
