@@ -32,7 +32,9 @@ notebooks: $(STAMP)
 	$(BIN)/python tools/execute_notebooks.py
 
 bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[bench]"
 	$(BIN)/python benchmarks/ctmc_scaling.py
+	$(BIN)/python benchmarks/simulator_speed.py
 
 clean:
 	rm -rf _build

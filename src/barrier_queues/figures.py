@@ -8,6 +8,7 @@ matplotlib Figure. Every figure states its parameters in its title or legend.
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
 
@@ -23,11 +24,58 @@ def use_theme() -> None:
     plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 150, "figure.autolayout": False})
 
 
-def fig2_stability_vs_parallelism(curve: pd.DataFrame) -> plt.Figure:
+def _overlay(ax, x, est, ci, color, label, marker="o"):
+    """Simulation estimates with their confidence intervals as error bars."""
+    est = np.asarray(est, dtype=float)
+    ci = np.asarray(list(ci), dtype=float).reshape(-1, 2)
+    yerr = np.vstack([est - ci[:, 0], ci[:, 1] - est])
+    ax.errorbar(x, est, yerr=yerr, fmt=marker, color=color, mfc="white", ms=6, capsize=3, lw=1.2,
+                label=label, zorder=5)
+
+
+def fig1_schedules(panels: list, servers: int) -> plt.Figure:
+    """Fig. 1: the same jobs scheduled with 0, 1 and 2 barriers.
+
+    ``panels`` is a list of ``(title, tasks, jobs, barriers)`` with the
+    per-task and per-job tables of :func:`barrier_queues.trace`; each task is a
+    bar on its worker's row, coloured by job; with 2 barriers the time a worker
+    is held after its task until the job departs is hatched.
+    """
+    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 2.0 + 1.1 * len(panels) * servers / 4),
+                             sharex=True)
+    n_jobs = max(int(p[2].job.max()) + 1 for p in panels)
+    colors = sns.color_palette("tab10", n_colors=max(n_jobs, 3))
+    for ax, (title, tasks, jobs, barriers) in zip(np.atleast_1d(axes), panels, strict=True):
+        for row in tasks.itertuples():
+            c = colors[row.job % len(colors)]
+            ax.broken_barh([(row.start, row.end - row.start)], (row.worker - 0.4, 0.8), color=c,
+                           edgecolor="black", lw=0.5)
+            ax.text((row.start + row.end) / 2, row.worker, str(row.job + 1), ha="center",
+                    va="center", fontsize=8)
+            dep = jobs.departure[row.job]
+            if barriers == 2 and jobs.barrier[row.job] and dep > row.end:
+                ax.broken_barh([(row.end, dep - row.end)], (row.worker - 0.4, 0.8), facecolor="none",
+                               edgecolor=c, hatch="///", lw=0.5)
+        for job in jobs.itertuples():
+            ax.plot(job.arrival, servers - 0.3, "v", color=colors[job.job % len(colors)], ms=7,
+                    clip_on=False)
+        ax.set_yticks(range(servers))
+        ax.set_yticklabels([f"w{i + 1}" for i in range(servers)])
+        ax.set_ylim(-0.6, servers - 0.2)
+        ax.set_title(title, fontsize=11, loc="left")
+    np.atleast_1d(axes)[-1].set_xlabel("time (mean task time = 1); triangles mark job arrivals")
+    fig.suptitle(f"Fig. 1: the same jobs on s = {servers} workers with 0, 1 and 2 barriers")
+    fig.tight_layout()
+    return fig
+
+
+def fig2_stability_vs_parallelism(curve: pd.DataFrame, sim: pd.DataFrame | None = None) -> plt.Figure:
     """Fig. 2: max stable utilization vs k/s (left) and vs k (right), 1- and 2-barrier.
 
     ``curve`` is :func:`barrier_queues.stability_curve` output for several s,
-    all k and barriers 1 and 2 (conventional, l = k).
+    all k and barriers 1 and 2 (conventional, l = k). ``sim`` (optional) holds
+    simulation estimates: columns ``servers, tasks, barriers, rho_max,
+    rho_max_ci`` (drawn with their CIs).
     """
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
     servers = sorted(curve["servers"].unique())
@@ -41,6 +89,13 @@ def fig2_stability_vs_parallelism(curve: pd.DataFrame) -> plt.Figure:
     k = sorted(curve["tasks"].unique())
     axes[1].plot(k, [1 / harmonic(int(x)) for x in k], ":", color="black", lw=1.5,
                  label=r"$1/H_k$ (2-barrier, $k \mid s$)")
+    if sim is not None:
+        for (s, b), d in sim.groupby(["servers", "barriers"]):
+            label = f"simulation, s = {s}, {b}-barrier (95% CI)"
+            _overlay(axes[0], d.tasks / s, d.rho_max, d.rho_max_ci, colors[s], label,
+                     "o" if b == 1 else "s")
+            _overlay(axes[1], d.tasks, d.rho_max, d.rho_max_ci, colors[s], None, "o" if b == 1 else "s")
+        axes[0].legend(fontsize=8, loc="lower left")
     axes[0].set_xlabel("parallelism ratio k / s")
     axes[1].set_xlabel("tasks per job k")
     axes[1].set_xscale("log", base=2)
@@ -55,9 +110,15 @@ def fig2_stability_vs_parallelism(curve: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def _skl_panel(ax, curve: pd.DataFrame, conventional: float, title: str, conventional_label: str):
-    ax.plot(curve.needed, curve.rho_max, "o-", label=r"total $\rho_{\max}$")
-    ax.plot(curve.needed, curve.rho_useful, "s-", label=r"useful $\rho_{useful}$")
+def _skl_panel(ax, curve: pd.DataFrame, conventional: float, title: str, conventional_label: str,
+              sim: pd.DataFrame | None = None):
+    palette = sns.color_palette()
+    ax.plot(curve.needed, curve.rho_max, "-", color=palette[0], label=r"total $\rho_{\max}$")
+    ax.plot(curve.needed, curve.rho_useful, "-", color=palette[1], label=r"useful $\rho_{useful}$")
+    if sim is not None:
+        _overlay(ax, sim.needed, sim.rho_max, sim.rho_max_ci, palette[0], "total, simulation (95% CI)")
+        _overlay(ax, sim.needed, sim.rho_useful, sim.rho_useful_ci, palette[1],
+                 "useful, simulation (95% CI)", "s")
     ax.axhline(conventional, color="black", ls="--", lw=1.2, label=conventional_label)
     ax.set_xlabel("tasks needed l (the other k - l are killed)")
     ax.set_title(title, fontsize=11)
@@ -66,40 +127,45 @@ def _skl_panel(ax, curve: pd.DataFrame, conventional: float, title: str, convent
 
 
 def fig3_two_barrier_redundancy(left: pd.DataFrame, right: pd.DataFrame, left_title: str,
-                                right_title: str) -> plt.Figure:
+                                right_title: str, left_sim: pd.DataFrame | None = None,
+                                right_sim: pd.DataFrame | None = None) -> plt.Figure:
     """Fig. 3: 2-barrier (s,k,l) total and useful max utilization vs l.
 
     ``left`` (exponential tasks) and ``right`` (bimodal tasks) are
-    :func:`barrier_queues.stability_curve` outputs over l for one (s, k).
+    :func:`barrier_queues.stability_curve` outputs over l for one (s, k);
+    ``*_sim`` optional saturated-simulation estimates (``needed, rho_max,
+    rho_max_ci, rho_useful, rho_useful_ci``).
     """
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
-    for ax, curve, title in ((axes[0], left, left_title), (axes[1], right, right_title)):
+    for ax, curve, title, sim in ((axes[0], left, left_title, left_sim),
+                                  (axes[1], right, right_title, right_sim)):
         conventional = curve.loc[curve.needed == curve.tasks, "rho_max"].item()
-        _skl_panel(ax, curve, conventional, title, "conventional (l = k)")
+        _skl_panel(ax, curve, conventional, title, "conventional (l = k)", sim)
     axes[0].set_ylabel("max stable utilization")
     fig.suptitle("Fig. 3: 2-barrier (s,k,l) systems")
     fig.tight_layout()
     return fig
 
 
-def fig4_one_barrier_redundancy(curve: pd.DataFrame, two_barrier: pd.DataFrame | None = None
-                                ) -> plt.Figure:
+def fig4_one_barrier_redundancy(curve: pd.DataFrame, two_barrier: pd.DataFrame | None = None,
+                                sim: pd.DataFrame | None = None) -> plt.Figure:
     """Fig. 4: 1-barrier (s,k,l) total and useful max utilization vs l (CTMC).
 
     ``curve`` is :func:`barrier_queues.stability_curve` output over l for one
     (s, k) with barriers = 1; ``two_barrier`` (optional) the same for
-    barriers = 2, drawn for comparison.
+    barriers = 2, drawn for comparison; ``sim`` optional saturated-simulation
+    estimates as in :func:`fig3_two_barrier_redundancy`.
     """
     s, k = int(curve.servers.iloc[0]), int(curve.tasks.iloc[0])
     conventional = curve.loc[curve.needed == k, "rho_max"].item()
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     _skl_panel(ax, curve, conventional, f"s = {s}, k = {k}, exponential tasks (mu = 1)",
-               "conventional 1-barrier (l = k)")
+               "conventional 1-barrier (l = k)", sim)
     if two_barrier is not None:
-        ax.plot(two_barrier.needed, two_barrier.rho_useful, "x:", color="gray",
-                label="useful, 2-barrier")
+        ax.plot(two_barrier.needed, two_barrier.rho_useful, ":", color="gray",
+                label="useful, 2-barrier (exact)")
         ax.legend(fontsize=9)
     ax.set_ylabel("max stable utilization")
-    fig.suptitle("Fig. 4: 1-barrier (s,k,l) systems from the backlogged CTMC")
+    fig.suptitle("Fig. 4: 1-barrier (s,k,l) systems: CTMC (lines) and simulation (points)")
     fig.tight_layout()
     return fig

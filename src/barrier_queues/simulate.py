@@ -632,6 +632,23 @@ def simulate_many(configs: list[SimulationConfig], jobs: int = 100_000, replicat
                              seconds / len(configs), seed) for i, c in enumerate(configs)]
 
 
+def _saturated_estimate(cfg: SimulationConfig, reps: list, jobs: int, warmup: int, level: float) -> dict:
+    lam, rho, useful = [], [], []
+    batches = 20 if len(reps) == 1 else 1
+    for r in reps:
+        for part in np.array_split(np.arange(warmup, jobs), batches):
+            start = r.start[part]
+            rate = (start.size - 1) / (start[-1] - start[0])
+            lam.append(rate)
+            rho.append(rate * r.work[part].mean() / cfg.servers)
+            useful.append(rate * r.useful[part].mean() / cfg.servers)
+    return {"lambda_max": float(np.mean(lam)), "lambda_max_ci": _t_interval(lam, level),
+            "rho_max": float(np.mean(rho)), "rho_max_ci": _t_interval(rho, level),
+            "rho_useful": float(np.mean(useful)), "rho_useful_ci": _t_interval(useful, level),
+            "replications": len(reps), "jobs": jobs, "warmup": warmup, "level": level,
+            "ci_method": "replications" if batches == 1 else "batch-means (20 batches)"}
+
+
 def saturated_throughput(config: SimulationConfig, jobs: int = 200_000, replications: int = 8,
                          seed=None, warmup: int | None = None, workers: int | None = None,
                          progress: bool | None = None, level: float = 0.95) -> dict:
@@ -643,27 +660,72 @@ def saturated_throughput(config: SimulationConfig, jobs: int = 200_000, replicat
     measured useful work. CIs are t-intervals over replications, or over 20
     batches of one replication.
     """
-    if config.overhead is not None:
-        raise ParameterError("overhead must be None for a saturated run (got "
-                             f"{config.overhead!r}): the overhead models need job arrivals")
+    return saturated_many([config], jobs, replications, seed, warmup, workers, progress, level)[0]
+
+
+def saturated_many(configs: list[SimulationConfig], jobs: int = 200_000, replications: int = 8,
+                   seed=None, warmup: int | None = None, workers: int | None = None,
+                   progress: bool | None = None, level: float = 0.95) -> list[dict]:
+    """:func:`saturated_throughput` for a sweep, all runs in one process pool.
+
+    Configuration ``i`` uses the streams of ``SeedSequence(seed).spawn(len(configs))[i]``.
+    """
+    for c in configs:
+        if c.overhead is not None:
+            raise ParameterError("overhead must be None for a saturated run (got "
+                                 f"{c.overhead!r}): the overhead models need job arrivals")
     jobs, replications, warmup = _check_run(jobs, replications, warmup)
-    cfg = replace(config, arrival_rate=None)
-    tasks = [(cfg, jobs, s, True) for s in _seeds(seed, replications)]
+    cfgs = [replace(c, arrival_rate=None) for c in configs]
+    tasks = [(c, jobs, s, True) for c, root in zip(cfgs, _seeds(seed, len(cfgs)), strict=True)
+             for s in root.spawn(replications)]
     reps = _run_many(tasks, workers, progress, "saturated runs")
-    lam, rho, useful = [], [], []
-    batches = 20 if replications == 1 else 1
-    for r in reps:
-        for part in np.array_split(np.arange(warmup, jobs), batches):
-            start = r.start[part]
-            rate = (start.size - 1) / (start[-1] - start[0])
-            lam.append(rate)
-            rho.append(rate * r.work[part].mean() / cfg.servers)
-            useful.append(rate * r.useful[part].mean() / cfg.servers)
-    return {"lambda_max": float(np.mean(lam)), "lambda_max_ci": _t_interval(lam, level),
-            "rho_max": float(np.mean(rho)), "rho_max_ci": _t_interval(rho, level),
-            "rho_useful": float(np.mean(useful)), "rho_useful_ci": _t_interval(useful, level),
-            "replications": replications, "jobs": jobs, "warmup": warmup, "level": level,
-            "ci_method": "replications" if batches == 1 else "batch-means (20 batches)"}
+    return [_saturated_estimate(c, reps[i * replications:(i + 1) * replications], jobs, warmup, level)
+            for i, c in enumerate(cfgs)]
+
+
+def saturated_curve(servers, tasks, needed=None, barriers=1, task_dist=None, jobs: int = 50_000,
+                    replications: int = 4, seed=None, workers: int | None = None,
+                    progress: bool | None = None, level: float = 0.95) -> pd.DataFrame:
+    """Simulated stability limits over a grid, the counterpart of :func:`stability_curve`.
+
+    Each of ``servers``, ``tasks``, ``needed`` and ``barriers`` may be a scalar
+    or a list; combinations with ``k > s`` or ``l > k`` are skipped. Returns one
+    row per combination with ``lambda_max``, ``rho_max`` and ``rho_useful``
+    and their confidence intervals (``*_ci``: [low, high]).
+    """
+    grid = []
+    for s_ in np.atleast_1d(servers):
+        for k in np.atleast_1d(tasks):
+            if k > s_:
+                continue
+            for l_ in ([k] if needed is None else np.atleast_1d(needed)):
+                if l_ > k:
+                    continue
+                for b in np.atleast_1d(barriers):
+                    grid.append(SimulationConfig(servers=int(s_), tasks=int(k), needed=int(l_),
+                                                 barriers=int(b), task_dist=task_dist))
+    estimates = saturated_many(grid, jobs, replications, seed, None, workers, progress, level)
+    rows = [{"servers": c.servers, "tasks": c.tasks, "needed": c.needed, "barriers": c.barriers, **e}
+            for c, e in zip(grid, estimates, strict=True)]
+    return pd.DataFrame(rows)
+
+
+def compare_with_exact(estimates, intervals, exact) -> dict:
+    """How simulation estimates with confidence intervals compare with exact values.
+
+    Returns ``inside`` (how many exact values lie in their interval), ``total``
+    and ``max_rel_error`` (largest ``|estimate / exact - 1|``). With 95 %
+    intervals about one exact value in twenty may fall outside by chance.
+    """
+    est = np.asarray(estimates, dtype=float)
+    ci = np.asarray(list(intervals), dtype=float).reshape(-1, 2)
+    ex = np.asarray(exact, dtype=float)
+    if not (est.shape == ex.shape == ci.shape[:1]):
+        raise ParameterError(f"estimates, intervals and exact must have the same length "
+                             f"(got {est.size}, {ci.shape[0]} and {ex.size})")
+    inside = (ci[:, 0] <= ex) & (ex <= ci[:, 1])
+    return {"inside": int(inside.sum()), "total": int(ex.size),
+            "max_rel_error": float(np.max(np.abs(est / ex - 1))) if ex.size else 0.0}
 
 
 def trace(config: SimulationConfig, jobs: int = 10, seed=None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -682,4 +744,5 @@ def trace(config: SimulationConfig, jobs: int = 10, seed=None) -> tuple[pd.DataF
 
 
 __all__ = ["SimulationConfig", "SimulationResult", "Replication", "draw_jobs", "run_replication",
-           "simulate", "simulate_many", "saturated_throughput", "trace", "stability_error"]
+           "simulate", "simulate_many", "saturated_throughput", "saturated_many", "saturated_curve",
+           "compare_with_exact", "trace", "stability_error"]
