@@ -1,0 +1,459 @@
+"""Performance bounds for 1-barrier systems (paper section III; MODEL.md section 5).
+
+With exponential tasks the start of job n's last task satisfies
+``t_n <= max(a_n, t_{n-1} + Delta_n)`` with iid spacings ``Delta_n``
+(Lemma 1, Corollary 1), so the waiting time is bounded by that of a
+single-server queue with service ``Delta`` and interarrival ``A``. With
+``m(theta) = M_Delta(theta) M_A(-theta)`` (eq. 33):
+
+* G|G (union bound):  ``P[W >= x] <= e^{-theta x} m / (1 - m)`` for ``m(theta) < 1``;
+* GI|GI (martingale): ``P[W >= x] <= e^{-theta x}`` for ``m(theta) <= 1``
+  (Theorem 1, eq. 34); the best ``theta`` is the positive root of ``m = 1``.
+
+Spacing MGFs (eqs. 27-32): a barrier job with k tasks waits for ``X_(k:s)``
+of s Exp(mu) workers, ``M_B = prod_{i<k} (s-i) mu / ((s-i) mu - theta)``
+for ``theta < (s-k+1) mu``; a non-barrier job for k ends of a fully busy
+system, ``M_N = (s mu / (s mu - theta))^k`` for ``theta < s mu``; a hybrid
+mixes them with probability p, a pmf of k mixes ``M_B`` over k.
+
+Sojourn time ``T <= W + Q`` with ``Q`` the largest of the job's k task times,
+independent of ``W`` (eqs. 36-39): ``P[T > x] <= P[Q > x] + int_0^x
+min(1, bound(x - q)) f_Q(q) dq``, evaluated by Gauss-Legendre quadrature with
+``f_Q`` in log space (no alternating binomial sums, stable for large k).
+
+2-barrier systems are M/G/c queues with ``c = floor(s/k)`` and service
+``X_(l:k)``: :func:`two_barrier_mean_waiting` is exact (Pollaczek-Khinchine)
+for ``c = 1`` and the Allen-Cunneen approximation for ``c > 1``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import optimize
+
+from ._validation import ParameterError, check_choice, check_positive, check_probability
+from .distributions import Exponential
+from .order_stats import exp_order_stat_mean, exp_order_stat_var
+from .simulate import SimulationConfig
+
+FORMS = ("gigi", "gg")
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(96)
+
+
+@dataclass(frozen=True)
+class SpacingModel:
+    """The job-spacing law of a 1-barrier system with exponential tasks.
+
+    ``ks``/``pk``: pmf of k; ``p``: probability of a barrier job; ``mu``:
+    task rate; ``servers``: s. Built by :func:`spacing_model`.
+    """
+
+    servers: int
+    ks: tuple
+    pk: tuple
+    p: float
+    mu: float
+
+    @property
+    def theta_sup(self) -> float:
+        """Supremum of the MGF's domain: ``(s - k_max + 1) mu`` (``s mu`` without barrier jobs)."""
+        if self.p > 0:
+            return (self.servers - max(self.ks) + 1) * self.mu
+        return self.servers * self.mu
+
+    def log_mgf(self, theta):
+        """``log M_Delta(theta)`` (eqs. 27-32); ``inf`` outside the domain."""
+        theta = np.asarray(theta, dtype=float)
+        s, mu = self.servers, self.mu
+        ok = theta < self.theta_sup
+        th = np.where(ok, theta, 0.0)
+        total = np.zeros_like(th)
+        for k, pk in zip(self.ks, self.pk, strict=True):
+            log_n = -k * np.log1p(-th / (s * mu))
+            if self.p == 0:
+                mix = log_n
+            else:
+                rates = (s - np.arange(k)) * mu
+                log_b = -np.sum(np.log1p(-th[..., None] / rates), axis=-1)
+                mix = log_b if self.p == 1 else np.logaddexp(math.log(self.p) + log_b,
+                                                              math.log1p(-self.p) + log_n)
+            total = total + pk * np.exp(mix) if len(self.ks) > 1 else mix
+        if len(self.ks) > 1:
+            total = np.log(total)
+        return np.where(ok, total, np.inf)
+
+    def mgf(self, theta):
+        """``M_Delta(theta)``."""
+        return np.exp(self.log_mgf(theta))
+
+    def mean(self) -> float:
+        """``E[Delta]``: ``(H_s - H_{s-k}) / mu`` for barrier jobs, ``k / (s mu)`` otherwise."""
+        total = 0.0
+        for k, pk in zip(self.ks, self.pk, strict=True):
+            barrier = exp_order_stat_mean(k, self.servers, self.mu)
+            total += pk * (self.p * barrier + (1 - self.p) * k / (self.servers * self.mu))
+        return total
+
+
+def spacing_model(config: SimulationConfig) -> SpacingModel:
+    """The spacing law of ``config``; raises if the bounds do not apply to it.
+
+    The bounds cover 1-barrier systems with exponential tasks, conventional
+    jobs (l = k), any mix of barrier and non-barrier jobs and any pmf of k.
+    """
+    if config.barriers != 1:
+        raise ParameterError("barriers must be 1 for the network-calculus bounds (got 2); "
+                             "2-barrier systems are M/G/c queues: see two_barrier_mean_waiting")
+    if not isinstance(config.task_dist, Exponential):
+        raise ParameterError("task_dist must be exponential for the bounds (got "
+                             f"{config.task_dist.describe()['law']!r}): Corollary 1 needs memoryless tasks")
+    if config.stragglers:
+        raise ParameterError(f"needed must equal tasks for the bounds (got needed = {config.needed}, "
+                             f"tasks = {config.tasks})")
+    if config.overhead is not None:
+        raise ParameterError(f"overhead must be None for the bounds (got {config.overhead!r})")
+    return SpacingModel(config.servers, tuple(int(k) for k in config._ks),
+                        tuple(float(p) for p in config._pk), config.barrier_fraction,
+                        config.task_dist.rate)
+
+
+def poisson_arrival_log_mgf(rate: float) -> Callable:
+    """``theta -> log M_A(-theta) = log(lambda / (lambda + theta))`` for Poisson arrivals."""
+    lam = check_positive("arrival_rate", rate)
+    return lambda theta: -np.log1p(np.asarray(theta, dtype=float) / lam)
+
+
+def deterministic_arrival_log_mgf(rate: float) -> Callable:
+    """``theta -> -theta / lambda`` for periodic arrivals."""
+    lam = check_positive("arrival_rate", rate)
+    return lambda theta: -np.asarray(theta, dtype=float) / lam
+
+
+@dataclass(frozen=True)
+class WaitingBound:
+    """A waiting-time bound ``P[W >= x] <= min(1, prefactor e^{-theta x})``.
+
+    ``theta_star`` is the positive root of ``m(theta) = 1`` (the GI|GI decay
+    rate); ``prefactor`` is 1 (GI|GI) or ``m / (1 - m)`` (G|G).
+    """
+
+    form: str
+    theta: float
+    prefactor: float
+    theta_star: float
+    epsilon: float
+    quantile: float
+
+    def tail(self, x):
+        """The bound on ``P[W >= x]``, capped at 1."""
+        return np.minimum(1.0, self.prefactor * np.exp(-self.theta * np.asarray(x, dtype=float)))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class BoundProblem:
+    """Bounds of one system: spacing law, arrival law and the function ``log m``."""
+
+    def __init__(self, config: SimulationConfig, arrival_log_mgf: Callable | None = None):
+        self.config = config
+        self.spacing = spacing_model(config)
+        if config.arrival_rate is None:
+            raise ParameterError("arrival_rate must be given (> 0) for a bound (got None)")
+        if arrival_log_mgf is None:
+            arrival_log_mgf = (poisson_arrival_log_mgf(config.arrival_rate) if config.arrival == "poisson"
+                               else deterministic_arrival_log_mgf(config.arrival_rate))
+        self.arrival_log_mgf = arrival_log_mgf
+        load = self.spacing.mean() * config.arrival_rate
+        if load >= 1:
+            raise ParameterError(
+                f"arrival_rate must be below 1 / E[spacing] = {1 / self.spacing.mean():.6g} for the bound "
+                f"(got {config.arrival_rate:.6g}; E[spacing] x arrival_rate = {load:.6g} >= 1): no "
+                "theta > 0 has m(theta) < 1, the dominating queue is unstable")
+        self.theta_star = self._theta_star()
+
+    def log_m(self, theta):
+        """``log m(theta) = log M_Delta(theta) + log M_A(-theta)``."""
+        return self.spacing.log_mgf(theta) + self.arrival_log_mgf(theta)
+
+    def _theta_star(self) -> float:
+        sup = self.spacing.theta_sup
+        hi = sup * (1 - 1e-12)
+        # log m is convex with log m(0) = 0 and slope E[Delta] - E[A] < 0 at 0; it
+        # tends to +inf at the domain's edge, so it has exactly one positive root.
+        lo = sup * 1e-9
+        while self.log_m(lo) >= 0:       # a root closer to 0 than lo: shrink
+            lo /= 1e3
+            if lo < 1e-300:
+                raise ParameterError("arrival_rate is too close to the stability limit for the "
+                                     "bound (theta* underflows)")
+        if self.log_m(hi) <= 0:          # the MGF stays finite up to the edge
+            return float(hi)
+        return float(optimize.brentq(lambda t: float(self.log_m(t)), lo, hi, xtol=1e-14 * sup,
+                                     rtol=1e-14, maxiter=500))
+
+    def waiting(self, epsilon: float, form: str = "gigi") -> WaitingBound:
+        """The ``1 - epsilon`` quantile bound of the waiting time (eq. 35), optimised over theta."""
+        eps = check_probability("epsilon", epsilon, open_low=True, open_high=True)
+        check_choice("form", form, FORMS)
+        if form == "gigi":
+            t = self.theta_star
+            return WaitingBound(form, t, 1.0, t, eps, math.log(1 / eps) / t)
+
+        def quantile(theta):
+            lm = float(self.log_m(theta))
+            return (lm - math.log(-math.expm1(lm)) + math.log(1 / eps)) / theta
+
+        t = _minimize_on_interval(quantile, 0.0, self.theta_star)
+        lm = float(self.log_m(t))
+        return WaitingBound(form, t, math.exp(lm) / -math.expm1(lm), self.theta_star, eps,
+                            max(quantile(t), 0.0))
+
+    # -- service and sojourn time -------------------------------------------
+    def _q_parts(self):
+        """(k, probability) of the largest task time Q (barrier and non-barrier jobs alike)."""
+        return list(zip(self.spacing.ks, self.spacing.pk, strict=True))
+
+    def service_sf(self, q):
+        """``P[Q > q]`` with ``Q`` the largest of a job's k Exp(mu) task times (pmf of k)."""
+        q = np.maximum(np.asarray(q, dtype=float), 0.0)
+        mu = self.spacing.mu
+        with np.errstate(divide="ignore"):   # q = 0: log(0) = -inf gives P[Q > 0] = 1
+            return sum(p * -np.expm1(k * np.log1p(-np.exp(-mu * q))) for k, p in self._q_parts())
+
+    def service_quantile(self, epsilon: float) -> float:
+        """``1 - epsilon`` quantile of ``Q``, the execution time of a barrier job."""
+        eps = check_probability("epsilon", epsilon, open_low=True, open_high=True)
+        return _solve_decreasing(lambda q: float(self.service_sf(q)) - eps, 1.0 / self.spacing.mu)
+
+    def _log_fq(self, q, k):
+        mu = self.spacing.mu
+        return math.log(k * mu) - mu * q + (k - 1) * np.log1p(-np.exp(-mu * q))
+
+    def sojourn_sf(self, x: float, bound: WaitingBound) -> float:
+        """Bound on ``P[T > x]``: ``P[Q > x] + int_0^x min(1, bound(x - q)) f_Q(q) dq``."""
+        x = float(x)
+        if x <= 0:
+            return 1.0
+        w0 = max(math.log(bound.prefactor) / bound.theta, 0.0)  # bound(w) >= 1 for w < w0
+        split = x - w0                                           # q < split: bound < 1
+        total = float(self.service_sf(x))
+        if split <= 0:
+            return min(1.0, total + float(1 - self.service_sf(x)))
+        # q in (split, x]: min(1, .) = 1, an exact CDF difference
+        total += float(self.service_sf(split) - self.service_sf(x))
+        # q in [0, split]: prefactor e^{-theta (x - q)} f_Q(q), Gauss-Legendre in log space
+        nodes = 0.5 * split * (_GL_X + 1.0)
+        for k, p in self._q_parts():
+            log_terms = (math.log(bound.prefactor) - bound.theta * (x - nodes) + self._log_fq(nodes, k))
+            total += p * 0.5 * split * float(np.sum(_GL_W * np.exp(log_terms)))
+        return min(total, 1.0)
+
+    def sojourn(self, epsilon: float, form: str = "gigi") -> tuple[float, float]:
+        """``(1 - epsilon)`` quantile bound of the sojourn time and its theta.
+
+        GI|GI: the decay rate theta* is best (the bound decreases in theta
+        pointwise). G|G: theta is optimised for the sojourn quantile itself.
+        """
+        eps = check_probability("epsilon", epsilon, open_low=True, open_high=True)
+        check_choice("form", form, FORMS)
+
+        def quantile_for(bound: WaitingBound) -> float:
+            start = bound.quantile + self.service_quantile(eps)
+            return _solve_decreasing(lambda x: self.sojourn_sf(x, bound) - eps, start)
+
+        if form == "gigi":
+            wb = self.waiting(eps, "gigi")
+            return quantile_for(wb), wb.theta
+
+        def objective(theta):
+            lm = float(self.log_m(theta))
+            return quantile_for(WaitingBound("gg", theta, math.exp(lm) / -math.expm1(lm),
+                                             self.theta_star, eps, 0.0))
+
+        t = _minimize_on_interval(objective, 0.0, self.theta_star)
+        return objective(t), t
+
+
+def _minimize_on_interval(f: Callable, lo: float, hi: float) -> float:
+    """Minimise ``f`` on the open interval ``(lo, hi)`` where it blows up at both ends.
+
+    A log-spaced scan of 40 points locates the basin (the objective is
+    quasi-convex in theta, but a scan guards against a flat start), then
+    bounded Brent refines inside the bracketing neighbours.
+    """
+    grid = lo + (hi - lo) * np.geomspace(1e-6, 1 - 1e-9, 40)
+    values = np.array([f(t) for t in grid])
+    i = int(np.nanargmin(values))
+    a = grid[i - 1] if i > 0 else lo + (hi - lo) * 1e-9
+    b = grid[i + 1] if i + 1 < grid.size else hi
+    res = optimize.minimize_scalar(f, bounds=(a, b), method="bounded",
+                                   options={"xatol": 1e-12 * (hi - lo)})
+    return float(res.x) if res.fun <= values[i] else float(grid[i])
+
+
+def _solve_decreasing(g: Callable, start: float) -> float:
+    """Root of a decreasing function ``g`` on (0, inf), bracketed by doubling from ``start``."""
+    lo, hi = 0.0, max(start, 1e-12)
+    while g(hi) > 0:
+        lo, hi = hi, 2 * hi
+        if hi > 1e12:
+            raise ParameterError("the quantile bound does not exist (the tail bound stays above epsilon)")
+    return float(optimize.brentq(g, lo, hi, xtol=1e-12, rtol=1e-12))
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Waiting, sojourn and service quantile bounds of one system (time units)."""
+
+    form: str
+    epsilon: float
+    waiting_quantile: float
+    sojourn_quantile: float
+    service_quantile: float
+    theta: float
+    sojourn_theta: float
+    theta_star: float
+    mean_spacing: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def bound(config: SimulationConfig, epsilon: float, form: str = "gigi",
+          arrival_log_mgf: Callable | None = None) -> Bound:
+    """Quantile bounds for a 1-barrier system (paper Theorem 1, eqs. 35-39).
+
+    Parameters
+    ----------
+    config : SimulationConfig
+        1-barrier, exponential tasks, l = k; ``barrier_fraction`` and
+        ``tasks_pmf`` give hybrid and heterogeneous systems.
+    epsilon : float
+        Violation probability, ``0 < epsilon < 1``.
+    form : {"gigi", "gg"}
+        Martingale (GI|GI) or union (G|G) bound.
+    arrival_log_mgf : callable, optional
+        ``theta -> log E[exp(-theta A)]`` of a general renewal arrival process
+        with rate ``config.arrival_rate``; default Poisson (or periodic for
+        ``arrival="deterministic"``).
+
+    Examples
+    --------
+    >>> cfg = SimulationConfig(servers=16, tasks=8, arrival_rate=1.0)   # rho = 0.5
+    >>> round(bound(cfg, 1e-3).waiting_quantile, 2)
+    6.91
+    """
+    problem = BoundProblem(config, arrival_log_mgf)
+    wb = problem.waiting(epsilon, form)
+    sojourn, sojourn_theta = problem.sojourn(epsilon, form)
+    return Bound(form, wb.epsilon, wb.quantile, sojourn, problem.service_quantile(epsilon), wb.theta,
+                 sojourn_theta, problem.theta_star, problem.spacing.mean())
+
+
+def two_barrier_mean_waiting(servers: int, tasks: int, arrival_rate: float, needed: int | None = None,
+                             task_rate: float = 1.0) -> dict:
+    """Mean waiting and sojourn time of a 2-barrier (s,k,l) system, an M/G/c queue.
+
+    ``c = floor(s/k)`` servers, service ``S = X_(l:k)`` of Exp(mu) tasks.
+    For ``c = 1`` the Pollaczek-Khinchine formula
+    ``E[W] = lambda E[S^2] / (2 (1 - rho))`` is exact; for ``c > 1`` this uses
+    the Allen-Cunneen approximation ``E[W] ~ C(c, a) / (c/E[S] - lambda)
+    (1 + c_S^2) / 2`` (Erlang C times the squared-coefficient-of-variation
+    correction), which is exact for exponential service and for c = 1.
+    """
+    cfg = SimulationConfig(servers=servers, tasks=tasks, needed=needed, barriers=2,
+                           arrival_rate=arrival_rate, task_rate=task_rate)
+    c = cfg.servers // cfg.tasks
+    mean_s = exp_order_stat_mean(cfg.needed, cfg.tasks, task_rate)
+    cs2 = exp_order_stat_var(cfg.needed, cfg.tasks, task_rate) / mean_s**2
+    a = arrival_rate * mean_s
+    rho = a / c
+    if rho >= 1:
+        raise ParameterError(f"arrival_rate must be below c / E[S] = {c / mean_s:.6g} for this "
+                             f"2-barrier system (got {arrival_rate:.6g})")
+    top = a**c / math.factorial(c) / (1 - rho)
+    erlang_c = top / (sum(a**n / math.factorial(n) for n in range(c)) + top)
+    wait = erlang_c / (c / mean_s - arrival_rate) * (1 + cs2) / 2
+    return {"mean_waiting": wait, "mean_sojourn": wait + mean_s, "servers_c": c, "rho": rho,
+            "method": "pollaczek-khinchine (exact)" if c == 1 else "allen-cunneen (approximation)"}
+
+
+def plan(servers: int, utilization: float, epsilon: float = 0.01, barriers: int = 1, form: str = "gigi",
+         simulate_jobs: int = 0, replications: int = 4, seed=None, min_needed_fraction: float = 1.0) -> dict:
+    """The degree of parallelism k (and l for 2-barrier systems) that minimises delay.
+
+    Uses the paper's scaling (MODEL.md section 6): a job is a fixed amount of
+    work split into k tasks of mean ``s/k`` (``mu = k/s``), so ``rho =
+    lambda``. Fewer tasks mean longer tasks; more tasks mean more blocking.
+
+    * 1-barrier: the ``1 - epsilon`` sojourn quantile bound for every stable
+      k (and, with ``simulate_jobs > 0``, the simulated quantile with its CI);
+      the recommendation minimises the bound (or the simulation when run).
+    * 2-barrier: the mean sojourn time of the M/G/c model
+      (:func:`two_barrier_mean_waiting`) for every k dividing s and every l,
+      plus simulation on request; the recommendation minimises it. Only
+      ``l >= min_needed_fraction * k`` is considered (default: conventional
+      jobs): with exponential tasks ``l = 1`` always wins on delay, at the
+      price of discarding almost all the work (paper section II-E).
+
+    Returns ``{"recommended": {...}, "curve": DataFrame}``.
+    """
+    import pandas as pd
+
+    from .simulate import simulate_many
+
+    rho = check_positive("utilization", utilization)
+    if rho >= 1:
+        raise ParameterError(f"utilization must be a number with 0 < utilization < 1 (got {rho!r})")
+    check_choice("barriers", barriers, (1, 2))
+    check_probability("min_needed_fraction", min_needed_fraction, open_low=True)
+    rows, configs = [], []
+    for k in range(1, int(servers) + 1):
+        mu = k / servers
+        if barriers == 1:
+            cfg = SimulationConfig(servers=servers, tasks=k, arrival_rate=rho, task_rate=mu)
+            try:
+                b = bound(cfg, epsilon, form)
+            except ParameterError:
+                continue                      # the bound needs E[spacing] < 1 / lambda
+            rows.append({"tasks": k, "needed": k, "k/s": k / servers,
+                         "sojourn_bound": b.sojourn_quantile, "waiting_bound": b.waiting_quantile})
+            configs.append(cfg)
+        elif servers % k == 0:
+            for l_ in range(max(1, math.ceil(min_needed_fraction * k - 1e-9)), k + 1):
+                try:
+                    approx = two_barrier_mean_waiting(servers, k, rho, l_, mu)
+                except ParameterError:
+                    continue
+                rows.append({"tasks": k, "needed": l_, "k/s": k / servers,
+                             "mean_sojourn_model": approx["mean_sojourn"], "model": approx["method"]})
+                configs.append(SimulationConfig(servers=servers, tasks=k, needed=l_, barriers=2,
+                                                arrival_rate=rho, task_rate=mu))
+    if not rows:
+        raise ParameterError(f"utilization = {rho} is beyond the stability limit of every k for "
+                             f"servers = {servers}")
+    curve = pd.DataFrame(rows)
+    key = "sojourn_bound" if barriers == 1 else "mean_sojourn_model"
+    if simulate_jobs:
+        results = simulate_many(configs, jobs=simulate_jobs, replications=replications, seed=seed,
+                                progress=False, allow_unstable=True)
+        q = str(1 - epsilon) if str(1 - epsilon) in ("0.5", "0.9", "0.99", "0.999") else None
+        sims = [r.summary() for r in results]
+        curve["mean_sojourn_sim"] = [x["mean_sojourn"] for x in sims]
+        if q is not None:
+            curve["sojourn_quantile_sim"] = [x["quantiles"]["sojourn"][q] for x in sims]
+        curve["stable_sim"] = [x["stable"] for x in sims]
+        if barriers == 1 and q is not None:
+            key = "sojourn_quantile_sim"
+        elif barriers == 2:
+            key = "mean_sojourn_sim"
+        curve = curve[curve["stable_sim"]] if curve["stable_sim"].any() else curve
+    best = curve.loc[curve[key].idxmin()]
+    return {"recommended": {"tasks": int(best.tasks), "needed": int(best.needed), "criterion": key,
+                            "value": float(best[key])},
+            "curve": curve.reset_index(drop=True)}

@@ -1,0 +1,215 @@
+"""Network-calculus bounds: closed-form checks, stability edge, and bound >= simulation."""
+
+import math
+
+import numpy as np
+import pytest
+from test_simulate import _erlang_c_wait, _pk_wait
+
+import barrier_queues as bq
+from barrier_queues.bounds import BoundProblem, bound, plan, spacing_model, two_barrier_mean_waiting
+
+
+def cfg(**kw):
+    return bq.SimulationConfig(**kw)
+
+
+def test_mm1_decay_rate_is_mu_minus_lambda():
+    # s = 1, k = 1: the bound's queue is the M/M/1 queue itself; m(theta) = 1 at mu - lambda
+    for lam, mu in [(0.3, 1.0), (0.9, 2.0), (2.0, 5.0)]:
+        p = BoundProblem(cfg(servers=1, tasks=1, arrival_rate=lam, task_rate=mu))
+        assert p.theta_star == pytest.approx(mu - lam, rel=1e-12)
+        # the exact M/M/1 tail rho e^{-(mu-lambda) x} lies below the GI|GI bound e^{-(mu-lambda) x}
+        b = p.waiting(1e-3)
+        assert b.quantile == pytest.approx(math.log(1e3) / (mu - lam), rel=1e-12)
+
+
+def test_barrier_and_nonbarrier_spacings_agree_for_k1_and_telescoping_identity():
+    a = spacing_model(cfg(servers=8, tasks=1, arrival_rate=1.0, barrier_fraction=1.0))
+    b = spacing_model(cfg(servers=8, tasks=1, arrival_rate=1.0, barrier_fraction=0.0))
+    thetas = np.linspace(0, 7.9, 17)
+    np.testing.assert_allclose(a.mgf(thetas), b.mgf(thetas), rtol=1e-13)
+    # M_B(mu) = prod_{i<k} (s-i)/(s-i-1) = s/(s-k): so theta* = lambda when lambda/(lambda+mu)... e.g. s=16,k=8
+    m = spacing_model(cfg(servers=16, tasks=8, arrival_rate=1.0))
+    assert float(m.mgf(1.0)) == pytest.approx(2.0, rel=1e-13)
+
+
+@pytest.mark.parametrize("kwargs", [dict(servers=16, tasks=8), dict(servers=16, tasks=8, barrier_fraction=0.3),
+                                    dict(servers=12, tasks_pmf={2: 0.25, 9: 0.75})])
+def test_spacing_mean_is_the_mgf_derivative_at_zero(kwargs):
+    m = spacing_model(cfg(arrival_rate=1.0, task_rate=1.3, **kwargs))
+    h = 1e-6
+    derivative = (float(m.mgf(h)) - float(m.mgf(-h))) / (2 * h)
+    assert derivative == pytest.approx(m.mean(), rel=1e-8)
+    assert np.isinf(m.log_mgf(m.theta_sup)) and np.isfinite(m.log_mgf(0.999 * m.theta_sup))
+
+
+def test_hybrid_and_heterogeneous_mgfs_are_mixtures():
+    s, mu, p = 10, 1.0, 0.4
+    hybrid = spacing_model(cfg(servers=s, tasks=4, barrier_fraction=p, arrival_rate=1.0))
+    theta = 2.5
+    barrier = bq.exp_order_stat_mgf(theta, 4, s, mu)
+    nonbarrier = (s * mu / (s * mu - theta)) ** 4
+    assert float(hybrid.mgf(theta)) == pytest.approx(p * barrier + (1 - p) * nonbarrier, rel=1e-13)
+    het = spacing_model(cfg(servers=s, tasks_pmf={2: 0.3, 6: 0.7}, arrival_rate=1.0))
+    expected = 0.3 * bq.exp_order_stat_mgf(theta, 2, s) + 0.7 * bq.exp_order_stat_mgf(theta, 6, s)
+    assert float(het.mgf(theta)) == pytest.approx(expected, rel=1e-13)
+    assert het.theta_sup == s - 6 + 1
+
+
+def test_theta_feasibility_exactly_at_the_stability_limit():
+    spacing = spacing_model(cfg(servers=16, tasks=8, arrival_rate=1.0)).mean()
+    with pytest.raises(bq.ParameterError, match="arrival_rate must be below 1 / E\\[spacing\\]"):
+        bound(cfg(servers=16, tasks=8, arrival_rate=1 / spacing), 1e-3)
+    near = BoundProblem(cfg(servers=16, tasks=8, arrival_rate=(1 - 1e-6) / spacing))
+    assert 0 < near.theta_star < 1e-4
+    assert abs(float(near.log_m(near.theta_star))) < 1e-12
+
+
+def test_model_md_tightness_example():
+    # MODEL.md section 5: s = 16, k = 8, rho = 0.5, eps = 1e-3: GI|GI bound about 6.91, simulation 5.97
+    b = bound(cfg(servers=16, tasks=8, arrival_rate=1.0), 1e-3)
+    assert b.waiting_quantile == pytest.approx(6.9078, abs=1e-3)
+    assert b.theta == pytest.approx(1.0, rel=1e-12)
+
+
+def test_gg_bound_is_never_tighter_than_its_own_optimum_and_forms_differ():
+    c = cfg(servers=16, tasks=4, arrival_rate=3.0)
+    gg, gigi = bound(c, 1e-2, "gg"), bound(c, 1e-2, "gigi")
+    p = BoundProblem(c)
+    for theta in np.linspace(0.05, 0.95, 10) * p.theta_star:
+        lm = float(p.log_m(theta))
+        x = (lm - math.log(-math.expm1(lm)) + math.log(100)) / theta
+        assert gg.waiting_quantile <= x + 1e-9
+    assert gg.waiting_quantile > gigi.waiting_quantile
+
+
+def test_sojourn_and_service_quantiles():
+    c = cfg(servers=16, tasks=8, arrival_rate=1.0)
+    b = bound(c, 1e-2)
+    # service: (1 - e^{-q})^8 = 0.99 exactly
+    assert (1 - math.exp(-b.service_quantile)) ** 8 == pytest.approx(0.99, rel=1e-10)
+    assert b.sojourn_quantile >= max(b.waiting_quantile, b.service_quantile)
+    assert b.sojourn_quantile <= b.waiting_quantile + b.service_quantile + 1e-9
+    # large k stays finite and ordered (no binomial cancellation)
+    big = bound(cfg(servers=256, tasks=128, arrival_rate=0.05), 1e-3)
+    assert np.isfinite([big.waiting_quantile, big.sojourn_quantile]).all()
+    assert big.sojourn_quantile >= big.service_quantile
+
+
+def test_bound_curve_of_fifty_points_is_fast():
+    import time
+
+    t0 = time.perf_counter()
+    for lam in np.linspace(0.1, 1.4, 50):
+        bound(cfg(servers=16, tasks=8, arrival_rate=float(lam)), 1e-3)
+    assert time.perf_counter() - t0 < 2.0   # under a second on the reference machine
+
+
+def _random_points(n, seed):
+    rng = np.random.default_rng(seed)
+    points = []
+    while len(points) < n:
+        s = int(rng.integers(2, 33))
+        kind = rng.choice(["barrier", "hybrid", "heterogeneous"])
+        kwargs = {"servers": s}
+        if kind == "heterogeneous":
+            k1, k2 = sorted(rng.choice(np.arange(1, s + 1), size=2, replace=False).tolist()) if s > 1 else (1, 1)
+            q = float(rng.uniform(0.1, 0.9))
+            kwargs["tasks_pmf"] = {int(k1): q, int(k2): 1 - q}
+        else:
+            kwargs["tasks"] = int(rng.integers(1, s + 1))
+            if kind == "hybrid":
+                kwargs["barrier_fraction"] = float(rng.uniform(0.05, 0.95))
+        mean_spacing = spacing_model(cfg(arrival_rate=1.0, **kwargs)).mean()
+        load = float(rng.uniform(0.1, 0.85))          # E[spacing] x lambda
+        points.append(cfg(arrival_rate=load / mean_spacing, **kwargs))
+    return points
+
+
+def _violations(c, summary):
+    out = []
+    for eps in (1e-2, 1e-3):
+        q = str(1 - eps)
+        for form in ("gigi", "gg"):
+            b = bound(c, eps, form)
+            for metric, limit in (("waiting", b.waiting_quantile), ("sojourn", b.sojourn_quantile)):
+                upper = summary["quantile_ci"][metric][q][1]
+                if upper > limit + 1e-9:
+                    out.append((eps, form, metric, upper, limit))
+    return out
+
+
+@pytest.mark.slow
+def test_simulated_quantiles_never_exceed_the_bounds_at_fifty_random_points():
+    # 8 independent replications per point, 95 % t-intervals for the quantiles.
+    # Sequential check: a point whose interval reaches above a bound is simulated
+    # again with more jobs (8x, then 50x; fixed seeds) and judged on the last
+    # run. A real violation persists (the estimate converges above the bound); a
+    # wide interval from correlated heavy-load runs, or from a nearly tight bound
+    # (small s), does not.
+    points = _random_points(50, seed=20251214)
+    results = bq.simulate_many(points, jobs=100_000, replications=8, seed=7, progress=False)
+    refined = 0
+    ratios = []
+    for i, (c, res) in enumerate(zip(points, results, strict=True)):
+        summary = res.summary(level=0.95)
+        refined += bool(_violations(c, summary))
+        for jobs in (800_000, 5_000_000):
+            if not _violations(c, summary):
+                break
+            summary = bq.simulate(c, jobs=jobs, replications=8, seed=1000 + i,
+                                  progress=False).summary(level=0.95)
+        assert not _violations(c, summary), (c, _violations(c, summary))
+        for eps in (1e-2, 1e-3):
+            ratios.append(bound(c, eps).sojourn_quantile / summary["quantiles"]["sojourn"][str(1 - eps)])
+    assert min(ratios) >= 1.0
+    assert refined <= 15       # most points are decided at the first sample size
+
+
+def test_two_barrier_mean_waiting_exact_cases():
+    # c = 1: Pollaczek-Khinchine with S = X_(l:k)
+    out = two_barrier_mean_waiting(8, 8, 0.2, needed=6)
+    mean_s, var_s = bq.exp_order_stat_mean(6, 8), bq.exp_order_stat_var(6, 8)
+    assert out["mean_waiting"] == pytest.approx(_pk_wait(0.2, mean_s, var_s), rel=1e-12)
+    assert out["method"].startswith("pollaczek")
+    # l = 1: service X_(1:k) ~ Exp(k mu) and Allen-Cunneen is exact: M/M/c
+    out = two_barrier_mean_waiting(12, 4, 6.0, needed=1)
+    assert out["mean_waiting"] == pytest.approx(_erlang_c_wait(3, 6.0, 4.0), rel=1e-12)
+    with pytest.raises(bq.ParameterError, match="arrival_rate must be below c / E\\[S\\]"):
+        two_barrier_mean_waiting(16, 8, 0.8)
+
+
+def test_planner_finds_the_u_shape_optimum():
+    p = plan(16, 0.5, 1e-2)
+    curve = p["curve"]
+    best = p["recommended"]["tasks"]
+    assert 1 < best < curve.tasks.max()       # interior optimum: the U-shape
+    assert curve.sojourn_bound.iloc[0] > curve.sojourn_bound.min() < curve.sojourn_bound.iloc[-1]
+    two = plan(16, 0.3, barriers=2)
+    assert (two["curve"].needed == two["curve"].tasks).all()
+    assert two["recommended"]["tasks"] in (1, 2, 4, 8, 16)
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(servers=8, tasks=4, barriers=2, arrival_rate=0.5), "barriers must be 1 for the network-calculus"),
+    (dict(servers=8, tasks=4, needed=3, arrival_rate=0.5), "needed must equal tasks for the bounds"),
+    (dict(servers=8, tasks=4, arrival_rate=0.5, task_dist="erlang:shape=2,rate=2"), "task_dist must be exponential"),
+    (dict(servers=8, tasks=4, arrival_rate=0.5, overhead="paper"), "overhead must be None for the bounds"),
+    (dict(servers=8, tasks=4, arrival_rate=10.0), "arrival_rate must be below 1 / E[spacing]"),
+])
+def test_bounds_refuse_what_they_do_not_cover(kwargs, fragment):
+    with pytest.raises(bq.ParameterError) as info:
+        bound(cfg(**kwargs), 1e-2)
+    assert fragment in str(info.value)
+
+
+def test_bad_epsilon_and_form():
+    c = cfg(servers=8, tasks=4, arrival_rate=1.0)
+    for eps in (0, 1, -0.1, 1.5):
+        with pytest.raises(bq.ParameterError, match="epsilon must be a number with 0 < epsilon < 1"):
+            bound(c, eps)
+    with pytest.raises(bq.ParameterError, match="form must be one of 'gigi', 'gg'"):
+        bound(c, 0.01, "kingman")
+    with pytest.raises(bq.ParameterError, match="utilization must be a number with 0 < utilization < 1"):
+        plan(16, 1.2)
