@@ -56,3 +56,69 @@ def test_bad_input_exits_2_with_one_message(args, fragment):
     assert out.returncode == 2
     assert fragment in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_simulate_json_has_the_documented_keys():
+    out = run("simulate", "--servers", "16", "--tasks", "4", "--barriers", "1", "--arrival-rate", "2.8",
+              "--jobs", "20000", "--replications", "2", "--seed", "3", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    for key in ("jobs", "utilization", "mean_waiting", "mean_sojourn", "quantiles", "ci",
+                "jobs_per_second", "stable"):
+        assert key in data
+    assert set(data["quantiles"]) == {"waiting", "sojourn", "execution"}
+    assert "0.99" in data["quantiles"]["waiting"] and data["stable"] is True
+    again = json.loads(run("simulate", "--servers", "16", "--tasks", "4", "--arrival-rate", "2.8",
+                           "--jobs", "20000", "--replications", "2", "--seed", "3", "--json").stdout)
+    assert again["quantiles"] == data["quantiles"]      # same seed, same results
+
+
+def test_simulate_variants_from_the_command_line(tmp_path):
+    csv = tmp_path / "jobs.csv"
+    data = json.loads(run("simulate", "-s", "16", "--tasks-pmf", "4:0.5,12:0.5", "--arrival-rate", "1.0",
+                          "--overhead", "event", "--revive", "0.5", "--jobs", "5000", "--seed", "1",
+                          "--jobs-csv", str(csv), "--json").stdout)
+    assert data["config"]["tasks_pmf"] == {"4": 0.5, "12": 0.5}
+    assert csv.read_text().startswith("replication,job,warmup,arrival")
+    sat = json.loads(run("simulate", "-s", "12", "-k", "3", "-l", "2", "--saturated", "--jobs", "20000",
+                         "--seed", "1", "--json").stdout)
+    assert sat["lambda_max_ci"][0] < 5.4784 < sat["lambda_max_ci"][1]
+
+
+def test_simulate_refuses_an_unstable_load_and_allows_it_on_request():
+    out = run("simulate", "-s", "16", "-k", "4", "--arrival-rate", "4", "--jobs", "5000")
+    assert out.returncode == 2 and "stability limit lambda_max = 3.60337" in out.stderr
+    data = json.loads(run("simulate", "-s", "16", "-k", "4", "--arrival-rate", "4", "--jobs", "50000",
+                          "--allow-unstable", "--seed", "1", "--json").stdout)
+    assert data["stable"] is False
+
+
+def test_bound_json_and_plan():
+    data = json.loads(run("bound", "-s", "16", "-k", "8", "--arrival-rate", "1", "--epsilon", "1e-3",
+                          "--json").stdout)
+    for key in ("waiting_quantile", "sojourn_quantile", "theta", "form"):
+        assert key in data
+    assert data["waiting_quantile"] == pytest.approx(6.9078, abs=1e-3) and data["form"] == "gigi"
+    gg = json.loads(run("bound", "-s", "16", "--tasks-pmf", "2:0.5,8:0.5", "--arrival-rate", "1",
+                        "--epsilon", "0.01", "--form", "gg", "--json").stdout)
+    assert gg["form"] == "gg"
+    plan = json.loads(run("plan", "-s", "16", "--utilization", "0.5", "--json").stdout)
+    assert plan["recommended"]["tasks"] == 8 and len(plan["curve"]) > 5
+    text = run("plan", "-s", "16", "--utilization", "0.5").stdout
+    assert "recommended: k = 8" in text
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("simulate", "-s", "8", "--arrival-rate", "1"), "give --tasks K"),
+    (("simulate", "-s", "8", "-k", "4"), "--arrival-rate must be given"),
+    (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "1", "--barrier-fraction", "2"),
+     "barrier_fraction must be a number with 0 <= barrier_fraction <= 1"),
+    (("bound", "-s", "16", "-k", "8", "--arrival-rate", "2", "--epsilon", "0.01"),
+     "arrival_rate must be below 1 / E[spacing]"),
+    (("bound", "-s", "16", "-k", "8", "--arrival-rate", "1", "--epsilon", "2"), "epsilon must be a number"),
+    (("plan", "-s", "16", "--utilization", "1.5"), "utilization must be a number with 0 < utilization < 1"),
+])
+def test_more_bad_input_exits_2(args, fragment):
+    out = run(*args)
+    assert out.returncode == 2, out.stdout
+    assert fragment in out.stderr and "Traceback" not in out.stderr

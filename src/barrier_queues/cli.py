@@ -9,6 +9,11 @@ simulate
     Simulate a barrier system (any of MODEL.md section 2's variants) and print
     utilization, means and quantiles of waiting, sojourn and execution time
     with confidence intervals; ``--saturated`` estimates the stability limit.
+bound
+    Waiting, sojourn and service quantile bounds of a 1-barrier system
+    (stochastic network calculus, paper section III).
+plan
+    The number of tasks per job k (and l) that minimises delay for a cluster.
 
 Bad input prints one line ``barrier-queues: error: ...`` naming the
 parameter and its valid range, and exits with status 2.
@@ -109,6 +114,50 @@ def _print_simulation(out: dict) -> None:
           f"{out['kernel_jobs_per_second']:,.0f} jobs/s in the kernel")
 
 
+def _bound(args) -> dict:
+    from .bounds import bound
+    from .simulate import SimulationConfig
+
+    if (args.tasks is None) == (args.tasks_pmf is None):
+        raise ParameterError("give exactly one of --tasks K and --tasks-pmf 'k:p,...'")
+    config = SimulationConfig(servers=args.servers, tasks=args.tasks, tasks_pmf=args.tasks_pmf,
+                              arrival_rate=args.arrival_rate, task_rate=args.task_rate,
+                              barrier_fraction=args.barrier_fraction)
+    out = bound(config, args.epsilon, args.form).to_dict()
+    out["config"] = config.describe()
+    return out
+
+
+def _print_bound(out: dict) -> None:
+    print(f"form              {out['form']} ({'martingale' if out['form'] == 'gigi' else 'union bound'})")
+    print(f"epsilon           {out['epsilon']:g}")
+    for key in ("waiting_quantile", "sojourn_quantile", "service_quantile"):
+        print(f"{key:<17} {out[key]:.6g}")
+    print(f"theta             {out['theta']:.6g} (theta* = {out['theta_star']:.6g}); "
+          f"E[spacing] = {out['mean_spacing']:.6g}")
+
+
+def _plan(args) -> dict:
+    from .bounds import plan
+
+    result = plan(args.servers, args.utilization, args.epsilon, args.barriers, args.form,
+                  simulate_jobs=args.simulate_jobs, seed=args.seed,
+                  min_needed_fraction=args.min_needed_fraction)
+    return {"recommended": result["recommended"], "servers": args.servers,
+            "utilization": args.utilization, "epsilon": args.epsilon, "barriers": args.barriers,
+            "curve": result["curve"].to_dict(orient="records")}
+
+
+def _print_plan(out: dict) -> None:
+    import pandas as pd
+
+    rec = out["recommended"]
+    print(f"servers {out['servers']}, utilization {out['utilization']}, {out['barriers']}-barrier, "
+          f"task mean s/k (constant work per job)")
+    print(pd.DataFrame(out["curve"]).round(4).to_string(index=False))
+    print(f"recommended: k = {rec['tasks']}, l = {rec['needed']} ({rec['criterion']} = {rec['value']:.4g})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="barrier-queues",
@@ -164,6 +213,33 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--jobs-csv", default=None, help="write the per-job table to this CSV file")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.set_defaults(run=_simulate, show=_print_simulation)
+
+    bd = sub.add_parser("bound", help="quantile bounds of a 1-barrier system (section III)",
+                        description="Waiting, sojourn and service quantile bounds (network calculus).")
+    bd.add_argument("--servers", "-s", type=int, required=True)
+    bd.add_argument("--tasks", "-k", type=int, default=None)
+    bd.add_argument("--tasks-pmf", default=None, help="pmf of k, e.g. '4:0.5,12:0.5'")
+    bd.add_argument("--arrival-rate", type=float, required=True)
+    bd.add_argument("--task-rate", type=float, default=1.0)
+    bd.add_argument("--barrier-fraction", type=float, default=1.0)
+    bd.add_argument("--epsilon", type=float, required=True, help="violation probability, 0 < eps < 1")
+    bd.add_argument("--form", choices=("gigi", "gg"), default="gigi")
+    bd.add_argument("--json", action="store_true")
+    bd.set_defaults(run=_bound, show=_print_bound)
+
+    pl = sub.add_parser("plan", help="the k (and l) that minimises delay",
+                        description="Choose tasks per job for a cluster (task mean s/k, rho = lambda).")
+    pl.add_argument("--servers", "-s", type=int, required=True)
+    pl.add_argument("--utilization", type=float, required=True, help="0 < rho < 1")
+    pl.add_argument("--epsilon", type=float, default=0.01, help="quantile 1 - eps (default 0.01)")
+    pl.add_argument("--barriers", "-b", type=int, choices=(1, 2), default=1)
+    pl.add_argument("--form", choices=("gigi", "gg"), default="gigi")
+    pl.add_argument("--simulate-jobs", type=int, default=0, help="also simulate each k (jobs per run)")
+    pl.add_argument("--min-needed-fraction", type=float, default=1.0,
+                    help="2-barrier: consider l >= this fraction of k (default 1: l = k)")
+    pl.add_argument("--seed", type=int, default=None)
+    pl.add_argument("--json", action="store_true")
+    pl.set_defaults(run=_plan, show=_print_plan)
     return parser
 
 
