@@ -213,3 +213,15 @@ def test_bad_epsilon_and_form():
         bound(c, 0.01, "kingman")
     with pytest.raises(bq.ParameterError, match="utilization must be a number with 0 < utilization < 1"):
         plan(16, 1.2)
+
+
+def test_bounds_versus_simulation_table_and_epsilon_check():
+    from barrier_queues.bounds import bounds_versus_simulation
+
+    configs = [cfg(servers=8, tasks=4, arrival_rate=1.0, barrier_fraction=p) for p in (0.0, 1.0)]
+    table = bounds_versus_simulation(configs, 0.01, jobs=20_000, replications=2, seed=1)
+    assert list(table.service_bound) == [table.service_bound[0]] * 2
+    assert (table.waiting_sim <= table.waiting_bound_gigi).all()
+    assert (table.tightness >= 1).all()
+    with pytest.raises(bq.ParameterError, match="epsilon must be one of 0.5, 0.1, 0.01, 0.001"):
+        bounds_versus_simulation(configs, 0.02)

@@ -59,6 +59,8 @@ RERUNS = {
     "stability": {"servers": 8, "tasks": 4, "needed": 2, "fig2_servers": [4, 8], "fig3_servers": 6,
                   "fig3_tasks": 6, "sim_servers": [8], "sim_tasks": [1, 4, 8], "sim_jobs": 4000},
     "ctmc": {"servers": 12, "tasks": 6, "scaling_systems": [[8, 4, 4], [12, 6, 5]], "sim_jobs": 4000},
+    "bounds": {"servers": 8, "tasks": 4, "fig5_fractions": [0.0, 0.5, 1.0], "fig6_examples": [[1, 4]],
+               "fig6_fractions": [0.0, 0.5, 1.0], "fig7_utilizations": [0.4], "sim_jobs": 20000},
 }
 
 

@@ -457,3 +457,46 @@ def plan(servers: int, utilization: float, epsilon: float = 0.01, barriers: int 
     return {"recommended": {"tasks": int(best.tasks), "needed": int(best.needed), "criterion": key,
                             "value": float(best[key])},
             "curve": curve.reset_index(drop=True)}
+
+
+def bounds_versus_simulation(configs: list, epsilon: float, jobs: int = 50_000, replications: int = 4,
+                             seed=None, forms=FORMS, progress: bool | None = False):
+    """Bounds and simulation of each configuration, one row per configuration.
+
+    Columns: ``waiting_bound_<form>``, ``sojourn_bound_<form>``,
+    ``service_bound`` (the ``1 - epsilon`` quantile of the largest task time);
+    from simulation (:func:`barrier_queues.simulate_many`; ``epsilon`` must be
+    0.5, 0.1, 0.01 or 0.001) the quantiles ``waiting_sim``, ``sojourn_sim``,
+    ``execution_sim`` with 95 % intervals (``*_ci``), the means ``mean_*`` with
+    intervals, and the tightness ``sojourn_bound_gigi / sojourn_sim``.
+    """
+    import pandas as pd
+
+    from .simulate import QUANTILES, simulate_many
+
+    q = 1 - check_probability("epsilon", epsilon, open_low=True, open_high=True)
+    key = next((str(x) for x in QUANTILES if abs(x - q) < 1e-12), None)
+    if key is None:
+        raise ParameterError(f"epsilon must be one of 0.5, 0.1, 0.01, 0.001 to compare with simulated "
+                             f"quantiles (got {epsilon!r})")
+    results = simulate_many(configs, jobs=jobs, replications=replications, seed=seed, progress=progress)
+    rows = []
+    for c, res in zip(configs, results, strict=True):
+        row = {}
+        for form in forms:
+            b = bound(c, epsilon, form)
+            row[f"waiting_bound_{form}"] = b.waiting_quantile
+            row[f"sojourn_bound_{form}"] = b.sojourn_quantile
+            row["service_bound"] = b.service_quantile
+        summary = res.summary()
+        for metric in ("waiting", "sojourn", "execution"):
+            row[f"{metric}_sim"] = summary["quantiles"][metric][key]
+            row[f"{metric}_sim_ci"] = summary["quantile_ci"][metric][key]
+            row[f"mean_{metric}"] = summary[f"mean_{metric}"]
+            row[f"mean_{metric}_ci"] = summary["ci"][metric]
+        row["utilization_sim"] = summary["utilization"]
+        row["stable_sim"] = summary["stable"]
+        if "sojourn_bound_gigi" in row:
+            row["tightness"] = row["sojourn_bound_gigi"] / row["sojourn_sim"]
+        rows.append(row)
+    return pd.DataFrame(rows)

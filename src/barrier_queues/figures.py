@@ -169,3 +169,106 @@ def fig4_one_barrier_redundancy(curve: pd.DataFrame, two_barrier: pd.DataFrame |
     fig.suptitle("Fig. 4: 1-barrier (s,k,l) systems: CTMC (lines) and simulation (points)")
     fig.tight_layout()
     return fig
+
+
+def _quantile_panel(ax, x, table: pd.DataFrame, quantity: str, color, label: str, forms=("gigi", "gg")):
+    """Bound lines (GI|GI solid, G|G dotted) and simulation points with CIs for one quantity."""
+    if quantity == "service":
+        ax.plot(x, table["service_bound"], "-", color=color, label=f"{label} bound")
+        _overlay(ax, x, table["execution_sim"], table["execution_sim_ci"], color, f"{label} simulation", "^")
+        return
+    styles = {"gigi": "-", "gg": ":"}
+    for form in forms:
+        ax.plot(x, table[f"{quantity}_bound_{form}"], styles[form], color=color,
+                label=f"{label} bound ({'GI|GI' if form == 'gigi' else 'G|G'})")
+    _overlay(ax, x, table[f"{quantity}_sim"], table[f"{quantity}_sim_ci"], color, f"{label} simulation",
+             "o" if quantity == "sojourn" else "s")
+
+
+def fig5_hybrid(x, table: pd.DataFrame, title: str) -> plt.Figure:
+    """Fig. 5: quantiles of waiting, sojourn and service time vs the barrier fraction p."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    palette = sns.color_palette()
+    for quantity, color in (("sojourn", palette[0]), ("waiting", palette[1]), ("service", palette[2])):
+        _quantile_panel(ax, x, table, quantity, color, quantity)
+    ax.set_xlabel("fraction of barrier jobs p")
+    ax.set_ylabel("quantile (time, mean task time = 1)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, ncol=2)
+    fig.suptitle("Fig. 5: hybrid systems, bounds and simulation")
+    fig.tight_layout()
+    return fig
+
+
+def fig6_heterogeneous(examples: list, title: str) -> plt.Figure:
+    """Fig. 6: quantiles vs the fraction of large jobs for bimodal pmfs of k.
+
+    ``examples`` is a list of ``(label, x, table)``, one panel each.
+    """
+    fig, axes = plt.subplots(1, len(examples), figsize=(6 * len(examples), 4.8), sharey=False)
+    palette = sns.color_palette()
+    for ax, (label, x, table) in zip(np.atleast_1d(axes), examples, strict=True):
+        for quantity, color in (("sojourn", palette[0]), ("waiting", palette[1]), ("service", palette[2])):
+            _quantile_panel(ax, x, table, quantity, color, quantity)
+        ax.set_xlabel("fraction of large jobs")
+        ax.set_title(label, fontsize=10)
+    np.atleast_1d(axes)[0].set_ylabel("quantile (time, mean task time = 1)")
+    np.atleast_1d(axes)[0].legend(fontsize=7, ncol=2)
+    fig.suptitle(f"Fig. 6: heterogeneous parallelism, {title}")
+    fig.tight_layout()
+    return fig
+
+
+def fig7_parallelism(table: pd.DataFrame, servers: int, quantile: float, spark=None) -> plt.Figure:
+    """Fig. 7: sojourn (left) and waiting (right) quantiles vs k/s at several utilizations.
+
+    ``table`` has columns ``utilization, k/s`` and those of
+    :func:`barrier_queues.bounds.bounds_versus_simulation`. ``spark``
+    (optional) holds measured Spark points with the same columns.
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
+    utils = sorted(table["utilization"].unique())
+    palette = dict(zip(utils, sns.color_palette(n_colors=len(utils)), strict=True))
+    for ax, quantity in zip(axes, ("sojourn", "waiting"), strict=True):
+        for u in utils:
+            d = table[table.utilization == u]
+            ax.plot(d["k/s"], d[f"{quantity}_bound_gigi"], "-", color=palette[u], label=f"rho = {u}: bound")
+            _overlay(ax, d["k/s"], d[f"{quantity}_sim"], d[f"{quantity}_sim_ci"], palette[u],
+                     f"rho = {u}: simulation")
+            if spark is not None:
+                sd = spark[spark.utilization == u]
+                ax.plot(sd["k/s"], sd[f"{quantity}_spark"], "*", color=palette[u], ms=11,
+                        label=f"rho = {u}: Spark")
+        ax.set_yscale("log")
+        ax.set_xlabel("parallelism ratio k / s (task mean s / k)")
+        ax.set_title(f"{quantity} time, {quantile:g} quantile", fontsize=10)
+    axes[0].set_ylabel("time (seconds with the Spark scaling)")
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"Fig. 7: pure barrier jobs on s = {servers} workers: the U-shape and the best k")
+    fig.tight_layout()
+    return fig
+
+
+def fig8_means(table: pd.DataFrame, servers: int, spark=None) -> plt.Figure:
+    """Fig. 8: mean sojourn (left) and waiting (right) time vs k/s (simulation)."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
+    utils = sorted(table["utilization"].unique())
+    palette = dict(zip(utils, sns.color_palette(n_colors=len(utils)), strict=True))
+    for ax, quantity in zip(axes, ("sojourn", "waiting"), strict=True):
+        for u in utils:
+            d = table[table.utilization == u]
+            ax.plot(d["k/s"], d[f"mean_{quantity}"], "-", color=palette[u], lw=1, alpha=0.6)
+            _overlay(ax, d["k/s"], d[f"mean_{quantity}"], d[f"mean_{quantity}_ci"], palette[u],
+                     f"rho = {u}: simulation")
+            if spark is not None:
+                sd = spark[spark.utilization == u]
+                ax.plot(sd["k/s"], sd[f"mean_{quantity}_spark"], "*", color=palette[u], ms=11,
+                        label=f"rho = {u}: Spark")
+        ax.set_yscale("log")
+        ax.set_xlabel("parallelism ratio k / s (task mean s / k)")
+        ax.set_title(f"mean {quantity} time", fontsize=10)
+    axes[0].set_ylabel("time (seconds with the Spark scaling)")
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"Fig. 8: pure barrier jobs on s = {servers} workers: means")
+    fig.tight_layout()
+    return fig
