@@ -13,7 +13,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
-SOURCES = sorted((BOOK / "myst").glob("*.md"))
+SOURCES = sorted(BOOK.glob("*.md"))
 NAMES = [p.stem for p in SOURCES]
 
 
@@ -28,10 +28,10 @@ def test_every_source_has_an_executed_notebook_and_vice_versa():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_pair_is_in_sync(name):
-    text = jupytext.read(BOOK / "myst" / f"{name}.md")
+    text = jupytext.read(BOOK / f"{name}.md")
     executed = nbformat.read(BOOK / f"{name}.ipynb", as_version=4)
     assert _cells(text) == _cells(executed), (
-        f"book/{name}.ipynb is out of date with book/myst/{name}.md: run `make notebooks`")
+        f"book/{name}.ipynb is out of date with book/{name}.md: run `make notebooks`")
 
 
 @pytest.mark.parametrize("name", NAMES)

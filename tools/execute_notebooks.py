@@ -1,6 +1,6 @@
 """Regenerate the book's executed notebooks from their MyST sources.
 
-For each ``book/myst/<name>.md``: convert to ``book/<name>.ipynb`` with
+For each ``book/<name>.md``: convert to ``book/<name>.ipynb`` with
 jupytext, execute it with papermill (default parameters, kernel ``python3``,
 working directory ``book/``), then strip papermill's volatile metadata
 (timestamps, durations) so that reruns give clean diffs. nbval re-executes the
@@ -34,10 +34,12 @@ def strip_volatile(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def execute(name: str) -> float:
-    source = BOOK / "myst" / f"{name}.md"
+    source = BOOK / f"{name}.md"
     target = BOOK / f"{name}.ipynb"
     nb = jupytext.read(source)
     nb.metadata.kernelspec = KERNELSPEC
+    for i, cell in enumerate(nb.cells):   # stable ids: reruns give clean diffs
+        cell.id = f"{name}-{i}"
     jupytext.write(nb, target, fmt="ipynb")
     t0 = time.perf_counter()
     papermill.execute_notebook(str(target), str(target), kernel_name="python3", cwd=str(BOOK),
@@ -49,9 +51,9 @@ def execute(name: str) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="*", help="notebook names (default: all in book/myst)")
+    parser.add_argument("names", nargs="*", help="notebook names (default: every book/*.md)")
     args = parser.parse_args(argv)
-    names = args.names or sorted(p.stem for p in (BOOK / "myst").glob("*.md"))
+    names = args.names or sorted(p.stem for p in BOOK.glob("*.md"))
     for name in names:
         print(f"{name}: executed in {execute(name):.1f} s", flush=True)
     return 0

@@ -219,56 +219,54 @@ def fig6_heterogeneous(examples: list, title: str) -> plt.Figure:
     return fig
 
 
+def _parallelism_figure(table: pd.DataFrame, columns: dict, titles: dict, spark, spark_columns: dict,
+                        suptitle: str, bounds: bool) -> plt.Figure:
+    """Two panels (sojourn, waiting) vs k/s, one colour per utilization."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
+    utils = sorted(table["utilization"].unique())
+    palette = dict(zip(utils, sns.color_palette(n_colors=len(utils)), strict=True))
+    for ax, quantity in zip(axes, ("sojourn", "waiting"), strict=True):
+        col = columns[quantity]
+        for u in utils:
+            d = table[table.utilization == u]
+            if bounds:
+                ax.plot(d["k/s"], d[f"{quantity}_bound_gigi"], "-", color=palette[u], label=f"rho = {u}: bound")
+            else:
+                ax.plot(d["k/s"], d[col], "-", color=palette[u], lw=1, alpha=0.6)
+            _overlay(ax, d["k/s"], d[col], d[f"{col}_ci"], palette[u], f"rho = {u}: simulation")
+            if spark is not None:
+                sd = spark[spark.utilization == u]
+                ax.plot(sd["k/s"], sd[spark_columns[quantity]], "*", color=palette[u], ms=11,
+                        label=f"rho = {u}: Spark")
+        ax.set_yscale("log")
+        ax.set_xlabel("parallelism ratio k / s (task mean s / k)")
+        ax.set_title(titles[quantity], fontsize=10)
+    axes[0].set_ylabel("time (seconds with the Spark scaling)")
+    axes[0].legend(fontsize=8)
+    fig.suptitle(suptitle)
+    fig.tight_layout()
+    return fig
+
+
 def fig7_parallelism(table: pd.DataFrame, servers: int, quantile: float, spark=None) -> plt.Figure:
     """Fig. 7: sojourn (left) and waiting (right) quantiles vs k/s at several utilizations.
 
     ``table`` has columns ``utilization, k/s`` and those of
     :func:`barrier_queues.bounds.bounds_versus_simulation`. ``spark``
-    (optional) holds measured Spark points with the same columns.
+    (optional) holds measured Spark points (``utilization, k/s, sojourn_spark,
+    waiting_spark``).
     """
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
-    utils = sorted(table["utilization"].unique())
-    palette = dict(zip(utils, sns.color_palette(n_colors=len(utils)), strict=True))
-    for ax, quantity in zip(axes, ("sojourn", "waiting"), strict=True):
-        for u in utils:
-            d = table[table.utilization == u]
-            ax.plot(d["k/s"], d[f"{quantity}_bound_gigi"], "-", color=palette[u], label=f"rho = {u}: bound")
-            _overlay(ax, d["k/s"], d[f"{quantity}_sim"], d[f"{quantity}_sim_ci"], palette[u],
-                     f"rho = {u}: simulation")
-            if spark is not None:
-                sd = spark[spark.utilization == u]
-                ax.plot(sd["k/s"], sd[f"{quantity}_spark"], "*", color=palette[u], ms=11,
-                        label=f"rho = {u}: Spark")
-        ax.set_yscale("log")
-        ax.set_xlabel("parallelism ratio k / s (task mean s / k)")
-        ax.set_title(f"{quantity} time, {quantile:g} quantile", fontsize=10)
-    axes[0].set_ylabel("time (seconds with the Spark scaling)")
-    axes[0].legend(fontsize=8)
-    fig.suptitle(f"Fig. 7: pure barrier jobs on s = {servers} workers: the U-shape and the best k")
-    fig.tight_layout()
-    return fig
+    return _parallelism_figure(
+        table, {"sojourn": "sojourn_sim", "waiting": "waiting_sim"},
+        {q: f"{q} time, {quantile:g} quantile" for q in ("sojourn", "waiting")}, spark,
+        {"sojourn": "sojourn_spark", "waiting": "waiting_spark"},
+        f"Fig. 7: pure barrier jobs on s = {servers} workers: the U-shape and the best k", bounds=True)
 
 
 def fig8_means(table: pd.DataFrame, servers: int, spark=None) -> plt.Figure:
     """Fig. 8: mean sojourn (left) and waiting (right) time vs k/s (simulation)."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
-    utils = sorted(table["utilization"].unique())
-    palette = dict(zip(utils, sns.color_palette(n_colors=len(utils)), strict=True))
-    for ax, quantity in zip(axes, ("sojourn", "waiting"), strict=True):
-        for u in utils:
-            d = table[table.utilization == u]
-            ax.plot(d["k/s"], d[f"mean_{quantity}"], "-", color=palette[u], lw=1, alpha=0.6)
-            _overlay(ax, d["k/s"], d[f"mean_{quantity}"], d[f"mean_{quantity}_ci"], palette[u],
-                     f"rho = {u}: simulation")
-            if spark is not None:
-                sd = spark[spark.utilization == u]
-                ax.plot(sd["k/s"], sd[f"mean_{quantity}_spark"], "*", color=palette[u], ms=11,
-                        label=f"rho = {u}: Spark")
-        ax.set_yscale("log")
-        ax.set_xlabel("parallelism ratio k / s (task mean s / k)")
-        ax.set_title(f"mean {quantity} time", fontsize=10)
-    axes[0].set_ylabel("time (seconds with the Spark scaling)")
-    axes[0].legend(fontsize=8)
-    fig.suptitle(f"Fig. 8: pure barrier jobs on s = {servers} workers: means")
-    fig.tight_layout()
-    return fig
+    return _parallelism_figure(
+        table, {"sojourn": "mean_sojourn", "waiting": "mean_waiting"},
+        {q: f"mean {q} time" for q in ("sojourn", "waiting")}, spark,
+        {"sojourn": "mean_sojourn_spark", "waiting": "mean_waiting_spark"},
+        f"Fig. 8: pure barrier jobs on s = {servers} workers: means", bounds=False)
