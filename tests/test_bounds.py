@@ -97,13 +97,16 @@ def test_sojourn_and_service_quantiles():
     assert big.sojourn_quantile >= big.service_quantile
 
 
-def test_bound_curve_of_fifty_points_is_fast():
+@pytest.mark.parametrize("form, limit", [("gigi", 1.0), ("gg", 3.0)])
+def test_bound_curve_of_fifty_points_is_fast(form, limit):
+    # measured on the 2-core reference machine: 0.12 s (GI|GI) and 1.0 s (G|G); the
+    # limits leave room for a loaded CI machine while catching a real regression
     import time
 
     t0 = time.perf_counter()
     for lam in np.linspace(0.1, 1.4, 50):
-        bound(cfg(servers=16, tasks=8, arrival_rate=float(lam)), 1e-3)
-    assert time.perf_counter() - t0 < 2.0   # under a second on the reference machine
+        bound(cfg(servers=16, tasks=8, arrival_rate=float(lam)), 1e-3, form)
+    assert time.perf_counter() - t0 < limit
 
 
 def _random_points(n, seed):
@@ -225,3 +228,21 @@ def test_bounds_versus_simulation_table_and_epsilon_check():
     assert (table.tightness >= 1).all()
     with pytest.raises(bq.ParameterError, match="epsilon must be one of 0.5, 0.1, 0.01, 0.001"):
         bounds_versus_simulation(configs, 0.02)
+
+
+def test_general_renewal_arrivals_through_a_user_supplied_mgf():
+    from barrier_queues.bounds import poisson_arrival_log_mgf
+
+    c = cfg(servers=16, tasks=8, arrival_rate=1.0)
+    builtin = bound(c, 1e-3)
+    supplied = bound(c, 1e-3, arrival_log_mgf=poisson_arrival_log_mgf(1.0))
+    assert supplied == builtin
+    # Erlang-2 interarrivals with mean 1: E[e^{-theta A}] = (2 / (2 + theta))^2, less variable than
+    # Poisson, so the decay rate is larger and the bound smaller; periodic arrivals are smaller still
+    erlang = bound(c, 1e-3, arrival_log_mgf=lambda t: 2 * np.log(2 / (2 + np.asarray(t))))
+    periodic = bound(cfg(servers=16, tasks=8, arrival_rate=1.0, arrival="deterministic"), 1e-3)
+    assert periodic.waiting_quantile < erlang.waiting_quantile < builtin.waiting_quantile
+    # and the bound holds for periodic arrivals in simulation
+    res = bq.simulate(cfg(servers=16, tasks=8, arrival_rate=1.0, arrival="deterministic"), jobs=100_000,
+                      replications=8, seed=5).summary()
+    assert res["quantile_ci"]["waiting"]["0.999"][1] <= periodic.waiting_quantile
