@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +123,25 @@ def test_more_bad_input_exits_2(args, fragment):
     out = run(*args)
     assert out.returncode == 2, out.stdout
     assert fragment in out.stderr and "Traceback" not in out.stderr
+
+
+def test_spark_analyze_json_on_a_real_event_log(tmp_path):
+    log = Path(__file__).parent / "data" / "spark-4.3.0-probe-eventlog.zstd"
+    csv = tmp_path / "jobs.csv"
+    out = run("spark-analyze", str(log), "--json", "--jobs-csv", str(csv))
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    for key in ("jobs", "mean_waiting", "mean_sojourn", "overhead_samples", "ks_statistic", "ks_pvalue"):
+        assert key in data
+    assert data["jobs"] == 6 and len(data["overhead_samples"]) == 3
+    assert data["spark_version"] == "4.3.0"
+    assert csv.read_text().startswith("job_id,key,barrier,tasks,submission")
+
+
+def test_spark_analyze_bad_logs(tmp_path):
+    bad = tmp_path / "bad"
+    bad.write_text('{"Event": "SparkListenerJobStart", "Job ID": 0, "Submission Time": 1, "Stage IDs": [0]}\n{"Ev')
+    out = run("spark-analyze", str(bad))
+    assert out.returncode == 2 and "line 2: not a JSON event" in out.stderr
+    out = run("spark-analyze", str(tmp_path / "missing"))
+    assert out.returncode == 2 and "must be an existing file or directory" in out.stderr

@@ -14,6 +14,9 @@ bound
     (stochastic network calculus, paper section III).
 plan
     The number of tasks per job k (and l) that minimises delay for a cluster.
+spark-analyze
+    Summarise a Spark event log: waiting and sojourn times, blocking-overhead
+    samples and their KS test against min(U(0,R), Exp(lambda)).
 
 Bad input prints one line ``barrier-queues: error: ...`` naming the
 parameter and its valid range, and exits with status 2.
@@ -24,6 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+import numpy as np
 
 from ._validation import ParameterError
 
@@ -158,6 +163,54 @@ def _print_plan(out: dict) -> None:
     print(f"recommended: k = {rec['tasks']}, l = {rec['needed']} ({rec['criterion']} = {rec['value']:.4g})")
 
 
+def _spark_analyze(args) -> dict:
+    from .eventlog import blocking_overhead, parse_event_log
+    from .overhead import OverheadModel, ks_test
+
+    tables = parse_event_log(args.event_log, key_property=args.key_property)
+    jobs = tables.jobs.sort_values("submission")
+    if args.skip_jobs:
+        jobs = jobs.iloc[args.skip_jobs:]
+    if len(jobs) == 0:
+        raise ParameterError(f"--skip-jobs must be below the number of jobs, {len(tables.jobs)} "
+                             f"(got {args.skip_jobs})")
+    span = jobs.submission.iloc[-1] - jobs.submission.iloc[0]
+    rate = args.arrival_rate or ((len(jobs) - 1) / span if span > 0 else None)
+    samples = blocking_overhead(tables)
+    samples = samples[samples.job_id.isin(jobs.job_id)]
+    out = {"event_log": str(args.event_log), "spark_version": tables.app.get("spark_version"),
+           "jobs": int(len(jobs)), "tasks": int(tables.tasks.job_id.isin(jobs.job_id).sum()),
+           "arrival_rate": rate, "mean_waiting": float(jobs.waiting.mean()),
+           "mean_sojourn": float(jobs.sojourn.mean()), "mean_execution": float(jobs.execution.mean()),
+           "quantiles": {m: {str(q): float(jobs[m].quantile(q)) for q in (0.5, 0.9, 0.99)}
+                         for m in ("waiting", "sojourn")},
+           "overhead_samples": [float(x) for x in samples.overhead], "revive": args.revive,
+           "ks_statistic": None, "ks_pvalue": None}
+    if len(samples) >= 2 and rate:
+        ks = ks_test(samples.overhead, OverheadModel(args.revive, rate))
+        out.update(ks_statistic=ks["ks_statistic"], ks_pvalue=ks["ks_pvalue"],
+                   model_mean=OverheadModel(args.revive, rate).mean())
+    if args.jobs_csv:
+        tables.jobs.to_csv(args.jobs_csv, index=False)
+        out["jobs_csv"] = args.jobs_csv
+    return out
+
+
+def _print_spark(out: dict) -> None:
+    print(f"event log         {out['event_log']} (Spark {out['spark_version']})")
+    rate = f"{out['arrival_rate']:.4g}/s" if out["arrival_rate"] else "unknown"
+    print(f"jobs              {out['jobs']} ({out['tasks']} tasks), arrival rate {rate}")
+    print(f"mean waiting      {out['mean_waiting']:.4f} s;  mean sojourn {out['mean_sojourn']:.4f} s")
+    n = len(out["overhead_samples"])
+    if n:
+        print(f"blocking overhead {n} samples, mean {np.mean(out['overhead_samples']):.4f} s")
+    if out["ks_statistic"] is not None:
+        print(f"KS vs min(U(0,{out['revive']}), Exp({out['arrival_rate']:.4g})): "
+              f"D = {out['ks_statistic']:.4f}, p = {out['ks_pvalue']:.4f} (model mean {out['model_mean']:.4f} s)")
+    else:
+        print("KS test           not run (fewer than 2 blocked jobs or unknown arrival rate)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="barrier-queues",
@@ -240,6 +293,20 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--seed", type=int, default=None)
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(run=_plan, show=_print_plan)
+
+    sa = sub.add_parser("spark-analyze", help="summarise a Spark event log",
+                        description="Waiting/sojourn times and blocking overhead from a Spark event log "
+                                    "(plain, zstd or rolled).")
+    sa.add_argument("event_log", help="event-log file or rolled event-log directory")
+    sa.add_argument("--revive", type=float, default=1.0,
+                    help="spark.scheduler.revive.interval in seconds (default 1)")
+    sa.add_argument("--arrival-rate", type=float, default=None,
+                    help="job arrival rate (default: measured from submission times)")
+    sa.add_argument("--skip-jobs", type=int, default=0, help="drop the first N jobs (warm-up)")
+    sa.add_argument("--key-property", default="bq.job", help="thread-local property with the job tag")
+    sa.add_argument("--jobs-csv", default=None, help="write the per-job table to this CSV file")
+    sa.add_argument("--json", action="store_true")
+    sa.set_defaults(run=_spark_analyze, show=_print_spark)
     return parser
 
 

@@ -36,6 +36,7 @@ from ._validation import ParameterError, check_choice, check_int, check_positive
 from .ctmc import count_feasible_states
 from .distributions import Exponential, as_task_distribution
 from .order_stats import server_time_per_job
+from .overhead import OverheadModel
 from .stability import stability_limit
 
 #: jobs per kernel call; fixed so that results do not depend on the machine
@@ -216,8 +217,8 @@ class SimulationConfig:
 
 
 def _paper_overhead_mean(lam: float, revive: float) -> float:
-    """E[min(U(0,R), Exp(lambda))] = 1/lambda - (1 - e^{-lambda R}) / (lambda^2 R) (MODEL.md 7)."""
-    return 1.0 / lam - (-math.expm1(-lam * revive)) / (lam * lam * revive)
+    """E[min(U(0,R), Exp(lambda))], from :class:`barrier_queues.overhead.OverheadModel`."""
+    return OverheadModel(revive, lam).mean()
 
 
 def draw_jobs(config: SimulationConfig, n: int, rng: np.random.Generator,
@@ -248,9 +249,7 @@ def draw_jobs(config: SimulationConfig, n: int, rng: np.random.Generator,
     total = int(tasks.sum())
     times = np.asarray(config.task_dist.rvs(size=total, random_state=rng), dtype=np.float64)
     if config.overhead == "paper":
-        uniform = rng.uniform(0.0, config.revive_interval, total)
-        expo = rng.exponential(1.0 / config.arrival_rate, total)
-        times = times + np.minimum(uniform, expo)
+        times = times + OverheadModel(config.revive_interval, config.arrival_rate).rvs(total, rng)
     return {"arrival": arrivals, "tasks": tasks, "barrier": barrier, "times": times}
 
 

@@ -1,0 +1,245 @@
+"""Spark event logs as tidy tables (SPARK.md, "Event log").
+
+A Spark event log is JSON lines, one listener event per line. Spark 4.x rolls
+logs into a directory ``eventlog_v2_<app>/events_<n>_<app>[.zstd]`` and
+compresses the parts with zstd by default; 3.x writes one plain file. All
+forms are read here. Times in the log are driver-clock milliseconds; the
+tables use seconds.
+
+:func:`parse_event_log` returns an :class:`EventLogTables` with
+
+``tasks`` (one row per task attempt)
+    ``job_id, stage_id, stage_attempt, task_id, index, attempt, executor,
+    host, launch, finish, getting_result, failed, killed, reason,
+    deserialize, run, result_serialization, scheduler_delay`` (times in s;
+    scheduler delay as the Spark UI computes it: duration minus run,
+    deserialize, result serialization and getting-result time).
+``jobs`` (one row per job)
+    ``job_id, key`` (the value of a thread-local property, e.g. the harness's
+    job tag, used to join arrivals since job ids need not follow arrival
+    order), ``barrier, tasks, submission, first_launch, last_launch,
+    last_finish, completion, result, waiting, execution, sojourn``. Without
+    harness timestamps a job arrives at its ``Submission Time``; its waiting
+    time ends at its first task launch and its sojourn at its
+    ``Completion Time``; execution is completion minus first launch.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ._validation import ParameterError
+
+
+class EventLogError(ParameterError):
+    """A malformed or incomplete Spark event log; the message names the file and line."""
+
+
+_ROLLED_PART = re.compile(r"^events_(\d+)_")
+
+
+def event_log_files(path) -> list[Path]:
+    """The files of an event log, in order: one file, or the parts of a rolled log."""
+    path = Path(path)
+    if not path.exists():
+        raise EventLogError(f"event log must be an existing file or directory (got {str(path)!r})")
+    if path.is_file():
+        return [path]
+    parts = []
+    for f in path.iterdir():
+        m = _ROLLED_PART.match(f.name)
+        if m:
+            parts.append((int(m.group(1)), f))
+    if not parts:
+        raise EventLogError(f"event log directory {str(path)!r} has no events_<n>_* files "
+                            "(expected a rolled Spark event log, eventlog_v2_<app>)")
+    return [f for _, f in sorted(parts)]
+
+
+def _open_text(path: Path):
+    raw = path.read_bytes()
+    if path.suffix in (".zstd", ".zst") or raw[:4] == b"\x28\xb5\x2f\xfd":
+        import zstandard
+
+        raw = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw)).read()
+    elif path.suffix in (".lz4", ".snappy", ".lzf"):
+        raise EventLogError(f"{path.name}: {path.suffix[1:]}-compressed event logs are not supported; "
+                            "use zstd (Spark's default) or spark.eventLog.compress=false")
+    return io.StringIO(raw.decode("utf-8"))
+
+
+def read_events(path):
+    """Yield ``(file name, line number, event dict)`` for every event of the log."""
+    for f in event_log_files(path):
+        for number, line in enumerate(_open_text(f), start=1):
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise EventLogError(f"{f.name}, line {number}: not a JSON event ({exc.msg}); "
+                                    "the log is truncated or corrupt") from None
+            if not isinstance(event, dict) or "Event" not in event:
+                raise EventLogError(f"{f.name}, line {number}: a JSON object with an 'Event' field "
+                                    "was expected")
+            yield f.name, number, event
+
+
+@dataclass
+class EventLogTables:
+    """Per-job and per-task tables of one Spark application (see module docstring)."""
+
+    jobs: pd.DataFrame
+    tasks: pd.DataFrame
+    app: dict = field(default_factory=dict)
+
+
+def _need(event, key, where):
+    if key not in event:
+        raise EventLogError(f"{where}: {event.get('Event')} has no field {key!r}")
+    return event[key]
+
+
+def parse_event_log(path, key_property: str = "bq.job") -> EventLogTables:
+    """Parse a Spark event log into tidy job and task tables.
+
+    Parameters
+    ----------
+    path : str or Path
+        An event-log file (plain or zstd) or a rolled event-log directory.
+    key_property : str
+        Thread-local property copied into ``jobs.key`` (None where absent).
+
+    Raises
+    ------
+    EventLogError
+        For a truncated or non-JSON line, a job or task that starts but never
+        ends, a task of an unknown stage, or a log without jobs.
+    """
+    job_start, job_end, stage_job, task_start, task_end = {}, {}, {}, {}, {}
+    app: dict = {}
+    for name, number, e in read_events(path):
+        where = f"{name}, line {number}"
+        kind = e["Event"]
+        if kind == "SparkListenerJobStart":
+            jid = _need(e, "Job ID", where)
+            job_start[jid] = e
+            for sid in _need(e, "Stage IDs", where):
+                stage_job[sid] = jid
+        elif kind == "SparkListenerJobEnd":
+            job_end[_need(e, "Job ID", where)] = e
+        elif kind == "SparkListenerTaskStart":
+            info = _need(e, "Task Info", where)
+            task_start[(info["Task ID"], info["Attempt"])] = (e, where)
+        elif kind == "SparkListenerTaskEnd":
+            info = _need(e, "Task Info", where)
+            task_end[(info["Task ID"], info["Attempt"])] = (e, where)
+        elif kind == "SparkListenerApplicationStart":
+            app.update({"name": e.get("App Name"), "app_id": e.get("App ID"),
+                        "start_ms": e.get("Timestamp")})
+        elif kind == "SparkListenerApplicationEnd":
+            app["end_ms"] = e.get("Timestamp")
+        elif kind == "SparkListenerLogStart":
+            app["spark_version"] = e.get("Spark Version")
+    if not job_start:
+        raise EventLogError(f"event log {str(path)!r} has no SparkListenerJobStart events")
+    missing = sorted(set(job_start) - set(job_end))
+    if missing:
+        raise EventLogError(f"job {missing[0]} has a SparkListenerJobStart but no SparkListenerJobEnd "
+                            f"({len(missing)} such jobs): the log ends early (application still "
+                            "running, or crashed)")
+    unstarted = sorted(set(task_end) - set(task_start))
+    if unstarted:
+        raise EventLogError(f"task {unstarted[0][0]} (attempt {unstarted[0][1]}) has a "
+                            "SparkListenerTaskEnd but no SparkListenerTaskStart")
+    unfinished = sorted(set(task_start) - set(task_end))
+    if unfinished:
+        raise EventLogError(f"task {unfinished[0][0]} (attempt {unfinished[0][1]}) has a "
+                            "SparkListenerTaskStart but no SparkListenerTaskEnd: the log ends early")
+
+    # times: seconds since the application start (epoch ms would lose sub-microsecond
+    # precision as float seconds)
+    origin = app.get("start_ms") or min(e["Submission Time"] for e in job_start.values())
+    app["origin_ms"] = origin
+
+    def sec(ms):
+        return (ms - origin) / 1000
+
+    rows = []
+    for (tid, attempt), (e, where) in sorted(task_end.items()):
+        info, metrics = e["Task Info"], e.get("Task Metrics") or {}
+        sid = e.get("Stage ID")
+        if sid not in stage_job:
+            raise EventLogError(f"{where}: task {tid} belongs to stage {sid}, which no job started")
+        launch, finish = sec(info["Launch Time"]), sec(info["Finish Time"])
+        getting = sec(info["Getting Result Time"]) if info.get("Getting Result Time") else 0.0
+        deser = metrics.get("Executor Deserialize Time", 0) / 1000
+        run = metrics.get("Executor Run Time", 0) / 1000
+        ser = metrics.get("Result Serialization Time", 0) / 1000
+        fetch = (finish - getting) if info.get("Getting Result Time") else 0.0
+        rows.append({"job_id": stage_job[sid], "stage_id": sid,
+                     "stage_attempt": e.get("Stage Attempt ID", 0), "task_id": tid,
+                     "index": info.get("Index"), "attempt": attempt, "executor": str(info["Executor ID"]),
+                     "host": info.get("Host"), "launch": launch, "finish": finish,
+                     "getting_result": getting, "failed": bool(info.get("Failed", False)),
+                     "killed": bool(info.get("Killed", False)),
+                     "reason": (e.get("Task End Reason") or {}).get("Reason"),
+                     "deserialize": deser, "run": run, "result_serialization": ser,
+                     "scheduler_delay": max(finish - launch - run - deser - ser - fetch, 0.0)})
+    tasks = pd.DataFrame(rows)
+
+    job_rows = []
+    for jid, e in sorted(job_start.items()):
+        end = job_end[jid]
+        t = tasks[tasks.job_id == jid] if len(tasks) else tasks
+        barrier = any(r.get("Barrier", False) for s in e.get("Stage Infos", [])
+                      for r in s.get("RDD Info", []))
+        submission = sec(e["Submission Time"])
+        completion = sec(_need(end, "Completion Time", f"job {jid}"))
+        first = float(t.launch.min()) if len(t) else float("nan")
+        job_rows.append({"job_id": jid, "key": (e.get("Properties") or {}).get(key_property),
+                         "barrier": barrier, "tasks": int(len(t)), "submission": submission,
+                         "first_launch": first, "last_launch": float(t.launch.max()) if len(t) else first,
+                         "last_finish": float(t.finish.max()) if len(t) else first,
+                         "completion": completion,
+                         "result": (end.get("Job Result") or {}).get("Result"),
+                         "waiting": first - submission, "execution": completion - first,
+                         "sojourn": completion - submission})
+    return EventLogTables(pd.DataFrame(job_rows), tasks, app)
+
+
+def blocking_overhead(tables: EventLogTables, min_gap: float = 0.0) -> pd.DataFrame:
+    """Blocking-overhead samples of barrier jobs that had to queue (MODEL.md section 7).
+
+    Jobs are taken in launch order (FIFO, as measured). For job j launched at
+    ``L_j`` with k tasks, each executor idle just before ``L_j`` has been idle
+    since its last task's finish; ``ready_k`` is the time the k-th of them
+    became free. The job is *blocked* when ``ready_k`` is later than both its
+    submission and the previous job's launch (it waited for executors, not
+    for its turn); its overhead is ``L_j - ready_k``. Returns one row per
+    blocked job: ``job_id, key, ready, launch, overhead`` (seconds).
+    """
+    jobs = tables.jobs[tables.jobs.barrier & (tables.jobs.tasks > 0)].sort_values("first_launch")
+    tasks = tables.tasks
+    rows = []
+    previous_launch = -float("inf")
+    for job in jobs.itertuples():
+        launch = job.first_launch
+        before = tasks[tasks.launch < launch - 1e-9]
+        running = before[before.finish > launch + 1e-9].executor.unique()
+        idle_since = before[~before.executor.isin(running)].groupby("executor").finish.max()
+        never_used = set(tasks.executor.unique()) - set(before.executor.unique()) - set(running)
+        free = sorted(list(idle_since.to_numpy()) + [-float("inf")] * len(never_used))
+        if len(free) >= job.tasks:
+            ready = free[job.tasks - 1]
+            if ready > max(job.submission, previous_launch) + min_gap:
+                rows.append({"job_id": job.job_id, "key": job.key, "ready": ready, "launch": launch,
+                             "overhead": launch - ready})
+        previous_launch = launch
+    return pd.DataFrame(rows, columns=["job_id", "key", "ready", "launch", "overhead"])

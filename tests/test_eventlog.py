@@ -1,0 +1,132 @@
+"""Spark event-log parsing and blocking-overhead samples."""
+
+import json
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from barrier_queues.eventlog import EventLogError, blocking_overhead, parse_event_log, read_events
+
+REAL = Path(__file__).parent / "data" / "spark-4.3.0-probe-eventlog.zstd"
+
+
+def _raw_lines():
+    return zstandard.ZstdDecompressor().decompress(REAL.read_bytes()).decode().splitlines()
+
+
+def test_real_log_tables_match_the_raw_events():
+    tables = parse_event_log(REAL)
+    raw = [json.loads(line) for line in _raw_lines()]
+    starts = {e["Job ID"]: e for e in raw if e["Event"] == "SparkListenerJobStart"}
+    ends = {e["Job ID"]: e for e in raw if e["Event"] == "SparkListenerJobEnd"}
+    jobs = tables.jobs.set_index("job_id")
+    assert len(jobs) == 6 and len(tables.tasks) == 12
+    assert jobs.barrier.all() and (jobs.tasks == 2).all() and (jobs.result == "JobSucceeded").all()
+    assert sorted(jobs.key) == [str(i) for i in range(6)]
+    origin = tables.app["origin_ms"]
+    for jid, e in starts.items():
+        assert jobs.loc[jid, "submission"] == (e["Submission Time"] - origin) / 1000
+        assert jobs.loc[jid, "completion"] == (ends[jid]["Completion Time"] - origin) / 1000
+    assert (jobs.sojourn - jobs.waiting - jobs.execution).abs().max() < 1e-9
+    assert (tables.tasks.finish >= tables.tasks.launch).all()
+    assert tables.app["spark_version"] == "4.3.0"
+    # barrier tasks of one job launch together
+    spread = tables.tasks.groupby("job_id").launch.agg(lambda x: x.max() - x.min())
+    assert spread.max() < 0.05
+
+
+def test_plain_and_rolled_forms_give_the_same_tables(tmp_path):
+    lines = _raw_lines()
+    plain = tmp_path / "app-plain"
+    plain.write_text("\n".join(lines) + "\n")
+    rolled = tmp_path / "eventlog_v2_app"
+    rolled.mkdir()
+    half = len(lines) // 2
+    (rolled / "events_1_app").write_text("\n".join(lines[:half]) + "\n")
+    (rolled / "events_2_app.zstd").write_bytes(
+        zstandard.ZstdCompressor().compress(("\n".join(lines[half:]) + "\n").encode()))
+    (rolled / "appstatus_app").write_text("")
+    a, b, c = parse_event_log(REAL), parse_event_log(plain), parse_event_log(rolled)
+    assert a.jobs.equals(b.jobs) and a.jobs.equals(c.jobs) and a.tasks.equals(c.tasks)
+
+
+def _event(kind, **fields):
+    return json.dumps({"Event": kind, **fields})
+
+
+def _synthetic(path, jobs):
+    """Write a minimal event log; jobs: (id, submit, [(executor, launch, finish)]) in seconds."""
+    lines, tid = [], 0
+    for jid, submit, tasks in jobs:
+        lines.append(_event("SparkListenerJobStart", **{
+            "Job ID": jid, "Submission Time": int(submit * 1000), "Stage IDs": [jid],
+            "Stage Infos": [{"RDD Info": [{"Barrier": True}]}], "Properties": {"bq.job": f"j{jid}"}}))
+        for ex, launch, finish in tasks:
+            info = {"Task ID": tid, "Index": tid, "Attempt": 0, "Launch Time": int(launch * 1000),
+                    "Executor ID": ex, "Host": "h", "Finish Time": 0, "Getting Result Time": 0,
+                    "Failed": False, "Killed": False}
+            lines.append(_event("SparkListenerTaskStart", **{"Stage ID": jid, "Task Info": info}))
+            lines.append(_event("SparkListenerTaskEnd", **{
+                "Stage ID": jid, "Task End Reason": {"Reason": "Success"},
+                "Task Info": {**info, "Finish Time": int(finish * 1000)},
+                "Task Metrics": {"Executor Run Time": int((finish - launch) * 800)}}))
+            tid += 1
+        last = max(f for _, _, f in tasks)
+        lines.append(_event("SparkListenerJobEnd", **{"Job ID": jid, "Completion Time": int(last * 1000) + 5,
+                                                       "Job Result": {"Result": "JobSucceeded"}}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_blocking_overhead_on_a_log_with_known_answers(tmp_path):
+    log = _synthetic(tmp_path / "synthetic", [
+        (0, 0.0, [("0", 0.1, 1.0), ("1", 0.1, 1.5)]),     # starts at once
+        (1, 0.2, [("0", 1.9, 3.0), ("1", 1.9, 2.5)]),     # blocked: 2 free at 1.5, launched 1.9
+        (2, 5.0, [("0", 5.05, 6.0), ("1", 5.05, 6.0)]),   # arrives to an idle cluster
+        (3, 5.5, [("0", 6.75, 7.0), ("1", 6.75, 7.0)]),   # blocked: free at 6.0, launched 6.75
+    ])
+    samples = blocking_overhead(parse_event_log(log)).set_index("job_id")
+    assert list(samples.index) == [1, 3]
+    assert samples.loc[1, "ready"] == pytest.approx(1.5) and samples.loc[1, "overhead"] == pytest.approx(0.4)
+    assert samples.loc[3, "overhead"] == pytest.approx(0.75)
+    jobs = parse_event_log(log).jobs.set_index("job_id")
+    assert jobs.loc[1, "waiting"] == pytest.approx(1.7) and jobs.loc[1, "key"] == "j1"
+
+
+def test_truncated_line_is_a_clear_error(tmp_path):
+    lines = _raw_lines()
+    bad = tmp_path / "truncated"
+    bad.write_text("\n".join(lines[:40]) + "\n" + lines[40][: len(lines[40]) // 2])
+    with pytest.raises(EventLogError, match=r"truncated, line 41: not a JSON event .*truncated or corrupt"):
+        parse_event_log(bad)
+
+
+@pytest.mark.parametrize("drop, fragment", [
+    ("SparkListenerJobEnd", "has a SparkListenerJobStart but no SparkListenerJobEnd"),
+    ("SparkListenerTaskEnd", "has a SparkListenerTaskStart but no SparkListenerTaskEnd"),
+    ("SparkListenerTaskStart", "has a SparkListenerTaskEnd but no SparkListenerTaskStart"),
+    ("SparkListenerJobStart", "no SparkListenerJobStart events"),
+])
+def test_missing_events_are_clear_errors(tmp_path, drop, fragment):
+    lines = [line for line in _raw_lines() if json.loads(line)["Event"] != drop]
+    bad = tmp_path / "missing"
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(EventLogError, match=fragment):
+        parse_event_log(bad)
+
+
+def test_other_bad_inputs(tmp_path):
+    with pytest.raises(EventLogError, match="must be an existing file or directory"):
+        parse_event_log(tmp_path / "nope")
+    (tmp_path / "empty_dir").mkdir()
+    with pytest.raises(EventLogError, match="has no events_<n>_\\* files"):
+        parse_event_log(tmp_path / "empty_dir")
+    weird = tmp_path / "weird"
+    weird.write_text('["not", "an", "event"]\n')
+    with pytest.raises(EventLogError, match="line 1: a JSON object with an 'Event' field"):
+        list(read_events(weird))
+    lz4 = tmp_path / "app.lz4"
+    lz4.write_bytes(b"\x04\x22\x4d\x18")
+    with pytest.raises(EventLogError, match="lz4-compressed event logs are not supported"):
+        parse_event_log(lz4)
