@@ -10,7 +10,7 @@ JB_FLAGS ?= --warningiserror --keep-going
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[book,test]"
+	$(BIN)/python -m pip install --quiet -e ".[book,test,spark]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -14,6 +14,8 @@ bound
     (stochastic network calculus, paper section III).
 plan
     The number of tasks per job k (and l) that minimises delay for a cluster.
+spark-bench
+    Run barrier jobs on a real Spark (local-cluster by default) and record them.
 spark-analyze
     Summarise a Spark event log: waiting and sojourn times, blocking-overhead
     samples and their KS test against min(U(0,R), Exp(lambda)).
@@ -196,6 +198,28 @@ def _spark_analyze(args) -> dict:
     return out
 
 
+def _spark_bench(args) -> dict:
+    from .spark_bench import SparkBenchConfig, run_spark_bench
+
+    config = SparkBenchConfig(executors=args.executors, tasks=args.tasks, arrival_rate=args.arrival_rate,
+                              jobs=args.jobs, warmup_jobs=args.warmup_jobs, task_mean=args.task_mean,
+                              sync_points=args.sync_points, revive_interval=args.revive, seed=args.seed,
+                              master=args.master, time_limit=args.time_limit)
+    run_dir = run_spark_bench(config, args.out, progress=not args.json)
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    meta["run_dir"] = str(run_dir)
+    return meta
+
+
+def _print_bench(out: dict) -> None:
+    print(f"run folder        {out['run_dir']}  (status: {out['status']})")
+    print(f"Spark {out['spark']}, Java {out['java']}, Python {out['python']}, master {out['master']}")
+    print(f"submitted         {out.get('submitted')} jobs at {out.get('achieved_arrival_rate') or 0:.4g}/s "
+          f"(offered utilization {out.get('offered_utilization') or 0:.3g}); total {out['total_seconds']:.1f} s")
+    print(f"analyse with      barrier-queues spark-analyze {out['run_dir']}/eventlog/* "
+          f"--skip-jobs {out['config']['warmup_jobs']}")
+
+
 def _print_spark(out: dict) -> None:
     print(f"event log         {out['event_log']} (Spark {out['spark_version']})")
     rate = f"{out['arrival_rate']:.4g}/s" if out["arrival_rate"] else "unknown"
@@ -293,6 +317,23 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--seed", type=int, default=None)
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(run=_plan, show=_print_plan)
+
+    sb = sub.add_parser("spark-bench", help="run barrier jobs on a real Spark",
+                        description="Poisson arrivals of k-task barrier jobs on Spark; writes a run folder.")
+    sb.add_argument("--executors", "-s", type=int, default=4, help="single-core executors s")
+    sb.add_argument("--tasks", "-k", type=int, default=2, help="barrier tasks per job k <= s")
+    sb.add_argument("--arrival-rate", type=float, required=True, help="jobs per second")
+    sb.add_argument("--jobs", type=int, default=100, help="measured jobs")
+    sb.add_argument("--warmup-jobs", type=int, default=3)
+    sb.add_argument("--task-mean", type=float, default=None, help="mean task sleep, s (default s/k)")
+    sb.add_argument("--sync-points", type=int, default=0, help="barrier() calls inside each task")
+    sb.add_argument("--revive", type=float, default=1.0, help="spark.scheduler.revive.interval, s")
+    sb.add_argument("--seed", type=int, default=1)
+    sb.add_argument("--master", default=None, help="spark://host:port (default local-cluster[s,1,MB])")
+    sb.add_argument("--time-limit", type=float, default=3600.0, help="seconds for the whole run")
+    sb.add_argument("--out", required=True, help="run folder to create")
+    sb.add_argument("--json", action="store_true")
+    sb.set_defaults(run=_spark_bench, show=_print_bench)
 
     sa = sub.add_parser("spark-analyze", help="summarise a Spark event log",
                         description="Waiting/sojourn times and blocking overhead from a Spark event log "

@@ -1,0 +1,323 @@
+"""A real Spark barrier-mode benchmark (paper section IV; SPARK.md).
+
+Jobs arrive as a Poisson process and are submitted from driver threads
+(FIFO scheduler), so they queue inside Spark as in the paper. Each job is
+``k`` barrier tasks (``rdd.barrier().mapPartitions``) that sleep an
+exponential time, mean ``s/k`` seconds by default (the paper's scaling,
+``rho = lambda``), seeded per job and task; optional
+``BarrierTaskContext.barrier()`` sync points split the sleep.
+
+The careful things SPARK.md asks for are done here: a private Spark home (so
+pip-installed pyspark's package folder stays clean), UI off, loopback
+binding, single-core executors, waiting until every executor has registered,
+tagged warm-up jobs that the analysis drops, Spark's event log switched on
+(plain, not rolled or compressed), the harness's own submission and
+completion times written line by line as the run goes (a crash keeps what
+was measured), a time limit, and the Spark context and its JVM always
+stopped.
+
+Default master: ``local-cluster[s,1,MEM]``, an embedded standalone cluster;
+any ``spark://host:port`` URL runs the same benchmark on a real cluster.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ._validation import ParameterError, check_int, check_positive
+
+
+@dataclass(frozen=True)
+class SparkBenchConfig:
+    """Parameters of one benchmark run (times in seconds).
+
+    ``executors`` = s single-core executors, ``tasks`` = k per job,
+    ``arrival_rate`` = lambda jobs/s, ``jobs`` measured jobs after
+    ``warmup_jobs`` tagged warm-up jobs, ``task_mean`` (default s/k),
+    ``sync_points`` barrier() calls per task, ``revive_interval`` Spark's
+    ``spark.scheduler.revive.interval``, ``time_limit`` for the whole run.
+    """
+
+    executors: int = 4
+    tasks: int = 2
+    arrival_rate: float = 0.5
+    jobs: int = 20
+    warmup_jobs: int = 3
+    task_mean: float | None = None
+    sync_points: int = 0
+    revive_interval: float = 1.0
+    seed: int = 1
+    master: str | None = None
+    executor_memory_mb: int = 512
+    time_limit: float = 600.0
+    registration_timeout: float = 120.0
+
+    def __post_init__(self):
+        s = check_int("executors", self.executors, low=1)
+        check_int("tasks", self.tasks, low=1, high=s, high_name=f"executors = {s}")
+        check_positive("arrival_rate", self.arrival_rate, "(jobs per second)")
+        check_int("jobs", self.jobs, low=1)
+        check_int("warmup_jobs", self.warmup_jobs, low=0)
+        if self.task_mean is not None:
+            check_positive("task_mean", self.task_mean, "(seconds)")
+        check_int("sync_points", self.sync_points, low=0)
+        check_positive("revive_interval", self.revive_interval, "(seconds)")
+        check_int("executor_memory_mb", self.executor_memory_mb, low=256)
+        check_positive("time_limit", self.time_limit, "(seconds)")
+        check_positive("registration_timeout", self.registration_timeout, "(seconds)")
+        if self.master is not None and not re.match(r"^(spark://.+|local-cluster\[\d+,\d+,\d+\])$",
+                                                    self.master):
+            raise ParameterError("master must be 'spark://host:port' or 'local-cluster[N,1,MB]' "
+                                 f"(got {self.master!r})")
+
+    @property
+    def mean_task(self) -> float:
+        return self.task_mean if self.task_mean is not None else self.executors / self.tasks
+
+    @property
+    def spark_master(self) -> str:
+        # worker memory must hold the executor's; give it 512 MB of headroom
+        return self.master or f"local-cluster[{self.executors},1,{self.executor_memory_mb + 512}]"
+
+
+def java_version() -> int:
+    """Major version of the ``java`` on PATH (or in JAVA_HOME); clear error if there is none."""
+    java = shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin")
+                        if os.environ.get("JAVA_HOME") else None) or shutil.which("java")
+    if java is None:
+        raise ParameterError("java must be installed (Java 17 or newer) for the Spark benchmark: "
+                             "none found on PATH or in JAVA_HOME")
+    out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if not m:
+        raise ParameterError(f"java -version gave no version string ({(out.stderr or out.stdout)[:80]!r})")
+    major = int(m.group(1)) if m.group(1) != "1" else int(m.group(2))
+    if major < 17:
+        raise ParameterError(f"java must be version 17 or newer for Spark 4 (got Java {major} at {java})")
+    return major
+
+
+def _spark_home(run_dir: Path) -> Path:
+    """A private Spark home: links to the package's bin/jars/python, our own conf/ and work/."""
+    import pyspark
+
+    pkg = Path(pyspark.__file__).parent
+    home = run_dir / "spark-home"
+    (home / "conf").mkdir(parents=True, exist_ok=True)
+    (home / "work").mkdir(exist_ok=True)
+    for d in ("bin", "jars", "python", "sbin"):
+        if (pkg / d).exists() and not (home / d).exists():
+            (home / d).symlink_to(pkg / d)
+    return home
+
+
+def _task(job: int, seed: int, mean: float, sync_points: int):
+    """The barrier task: a seeded exponential sleep, split by barrier() sync points."""
+    def work(_):
+        import random
+        import time as _time
+
+        from pyspark import BarrierTaskContext
+
+        ctx = BarrierTaskContext.get()
+        part = ctx.partitionId()
+        rng = random.Random(seed * 1_000_003 + job * 1009 + part)
+        total = rng.expovariate(1.0 / mean)
+        started = _time.time()
+        syncs = []
+        for _i in range(sync_points):
+            _time.sleep(total / (sync_points + 1))
+            arrive = _time.time()
+            ctx.barrier()
+            syncs.append((arrive, _time.time()))
+        _time.sleep(total / (sync_points + 1))
+        yield (job, part, total, started, _time.time(), syncs)
+    return work
+
+
+class _Recorder:
+    """Appends rows to CSV files as they come, so a crash keeps what was measured."""
+
+    def __init__(self, path: Path, header: list[str]):
+        self._lock = threading.Lock()
+        self._file = path.open("w", newline="")
+        self._writer = csv.writer(self._file)
+        self._writer.writerow(header)
+        self._file.flush()
+
+    def write(self, row):
+        with self._lock:
+            self._writer.writerow(row)
+            self._file.flush()
+
+    def close(self):
+        self._file.close()
+
+
+def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) -> Path:
+    """Run the benchmark; returns the run folder.
+
+    The folder holds ``metadata.json`` (versions, parameters, machine, what
+    was achieved), ``arrivals.csv`` (per job: tag, planned arrival, submission
+    and completion time, status), ``tasks.csv`` (per task: sleep, start, end,
+    barrier() arrival and release times) and ``eventlog/`` (Spark's log).
+    """
+    java = java_version()
+    try:
+        import pyspark
+    except ImportError:
+        raise ParameterError("pyspark must be installed for the Spark benchmark "
+                             "(pip install pyspark)") from None
+    run_dir = Path(out_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "eventlog").mkdir(exist_ok=True)
+    home = _spark_home(run_dir)
+    meta = {"config": asdict(config), "master": config.spark_master, "task_mean": config.mean_task,
+            "spark": pyspark.__version__, "java": java, "python": platform.python_version(),
+            "machine": platform.machine(), "cores": os.cpu_count(),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "status": "running"}
+    (run_dir / "metadata.json").write_text(json.dumps(meta, indent=2))
+    env = {"SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    old_env = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    arrivals = _Recorder(run_dir / "arrivals.csv",
+                         ["tag", "warmup", "planned", "submitted", "completed", "status"])
+    tasks = _Recorder(run_dir / "tasks.csv",
+                      ["tag", "partition", "sleep", "start", "end", "sync_arrive", "sync_release"])
+    spark = None
+    t_begin = time.time()
+    try:
+        import warnings
+
+        with warnings.catch_warnings():   # pyspark's pandas-version notice: the RDD API needs no pandas
+            warnings.simplefilter("ignore", FutureWarning)
+            from pyspark.sql import SparkSession
+
+        spark = (SparkSession.builder.master(config.spark_master).appName("barrier-queues-bench")
+                 .config("spark.executor.memory", f"{config.executor_memory_mb}m")
+                 .config("spark.executor.cores", "1").config("spark.cores.max", str(config.executors))
+                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.driver.host", "127.0.0.1")
+                 .config("spark.driver.bindAddress", "127.0.0.1")
+                 .config("spark.eventLog.enabled", "true")
+                 .config("spark.eventLog.dir", str((run_dir / "eventlog").resolve()))
+                 .config("spark.eventLog.rolling.enabled", "false")
+                 .config("spark.eventLog.compress", "false")
+                 .config("spark.scheduler.revive.interval", f"{int(config.revive_interval * 1000)}ms")
+                 .config("spark.scheduler.mode", "FIFO").config("spark.speculation", "false")
+                 .config("spark.dynamicAllocation.enabled", "false").config("spark.locality.wait", "0")
+                 .config("spark.scheduler.minRegisteredResourcesRatio", "1.0")
+                 .getOrCreate())
+        sc = spark.sparkContext
+        deadline = time.time() + config.registration_timeout
+        while sc._jsc.sc().getExecutorIds().size() < config.executors:
+            if time.time() > deadline:
+                raise ParameterError(
+                    f"executors must register within {config.registration_timeout:.0f} s: only "
+                    f"{sc._jsc.sc().getExecutorIds().size()} of {config.executors} did on "
+                    f"{config.spark_master} (is the master reachable, and is there memory?)")
+            time.sleep(0.5)
+        meta["registered_after"] = time.time() - t_begin
+
+        def run_job(tag: str, index: int, warm: bool, planned: float):
+            sc.setLocalProperty("bq.job", tag)
+            submitted = time.time()
+            status = "ok"
+            try:
+                rows = (sc.parallelize(range(config.tasks), config.tasks).barrier()
+                        .mapPartitions(_task(index, config.seed, config.mean_task, config.sync_points))
+                        .collect())
+                for _job, part, sleep, start, end, syncs in rows:
+                    tasks.write([tag, part, sleep, start, end,
+                                 ";".join(f"{a:.6f}" for a, _ in syncs),
+                                 ";".join(f"{r:.6f}" for _, r in syncs)])
+            except Exception as exc:  # a failed job is recorded, not fatal
+                status = f"failed: {type(exc).__name__}"
+            arrivals.write([tag, warm, planned, submitted, time.time(), status])
+
+        for i in range(config.warmup_jobs):          # warm-up: Python workers, JIT, caches
+            run_job(f"warmup-{i}", -1 - i, True, time.time())
+        rng = np.random.default_rng(config.seed)
+        gaps = rng.exponential(1.0 / config.arrival_rate, config.jobs)
+        threads = []
+        start = time.time()
+        limit = t_begin + config.time_limit
+        submitted = 0
+        for i, planned in enumerate(start + np.cumsum(gaps)):
+            if planned > limit:
+                break
+            time.sleep(max(planned - time.time(), 0.0))
+            th = threading.Thread(target=run_job, args=(str(i), i, False, float(planned)), daemon=True)
+            th.start()
+            threads.append(th)
+            submitted += 1
+            if progress:
+                print(f"\rsubmitted {submitted}/{config.jobs} jobs", end="", file=sys.stderr, flush=True)
+        for th in threads:
+            th.join(max(limit - time.time(), 0.1))
+        unfinished = sum(th.is_alive() for th in threads)
+        if progress:
+            print(file=sys.stderr)
+        elapsed = time.time() - start
+        meta.update(status="complete" if unfinished == 0 else "time limit", submitted=submitted,
+                    unfinished=unfinished, measured_seconds=elapsed,
+                    achieved_arrival_rate=submitted / elapsed if elapsed > 0 else None,
+                    offered_utilization=config.arrival_rate * config.tasks * config.mean_task
+                    / config.executors)
+        if unfinished:
+            sc.cancelAllJobs()
+    except Exception as exc:
+        meta.update(status=f"failed: {type(exc).__name__}: {exc}")
+        raise
+    finally:
+        arrivals.close()
+        tasks.close()
+        if spark is not None:
+            spark.stop()
+            _shutdown_gateway()
+        for k, v in old_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        meta["total_seconds"] = time.time() - t_begin
+        (run_dir / "metadata.json").write_text(json.dumps(meta, indent=2))
+    return run_dir
+
+
+def _shutdown_gateway() -> None:
+    """Stop the driver JVM that pyspark launched, so nothing outlives the run."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()
+    finally:
+        if proc is not None:
+            proc.stdin.close() if proc.stdin else None
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+
+
+__all__ = ["SparkBenchConfig", "java_version", "run_spark_bench"]

@@ -1,0 +1,56 @@
+"""A real Spark smoke test: a handful of barrier jobs on local-cluster, end to end through the parser."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from barrier_queues import ParameterError
+from barrier_queues.spark_bench import SparkBenchConfig, java_version
+
+
+def test_java_is_17_or_newer():
+    assert java_version() >= 17
+
+
+@pytest.mark.slow
+def test_real_spark_run_end_to_end(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "barrier_queues.cli", "spark-bench", "--executors", "2", "--tasks", "2",
+           "--arrival-rate", "0.8", "--jobs", "6", "--warmup-jobs", "2", "--task-mean", "0.5",
+           "--seed", "3", "--time-limit", "300", "--out", str(out), "--json"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    meta = json.loads(run.stdout)
+    assert meta["status"] == "complete" and meta["submitted"] == 6 and meta["spark"] == "4.3.0"
+    arrivals = (out / "arrivals.csv").read_text().splitlines()
+    assert len(arrivals) == 1 + 2 + 6 and all(line.endswith(",ok") for line in arrivals[1:])
+    log = next((out / "eventlog").iterdir())
+    analysis = json.loads(subprocess.run(
+        [sys.executable, "-m", "barrier_queues.cli", "spark-analyze", str(log), "--skip-jobs", "2", "--json"],
+        capture_output=True, text=True, timeout=120).stdout)
+    assert analysis["jobs"] == 6 and analysis["tasks"] == 12
+    assert 0 <= analysis["mean_waiting"] < analysis["mean_sojourn"]
+    # nothing outlives the run: no JVM started from this run's Spark home
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert str(out) not in ps
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(executors=2, tasks=3), "tasks must be an integer with 1 <= tasks <= executors = 2 (got 3)"),
+    (dict(arrival_rate=0), "arrival_rate must be a finite number > 0"),
+    (dict(master="yarn"), "master must be 'spark://host:port' or 'local-cluster[N,1,MB]'"),
+    (dict(executor_memory_mb=100), "executor_memory_mb must be an integer >= 256"),
+])
+def test_bad_benchmark_configurations(kwargs, fragment):
+    with pytest.raises(ParameterError) as info:
+        SparkBenchConfig(**kwargs)
+    assert fragment in str(info.value)
+
+
+def test_missing_java_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(ParameterError, match="java must be installed"):
+        java_version()
