@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import barrier_queues as bq
+from barrier_queues.overhead import OverheadModel
 from barrier_queues.reference import simulate_reference
 from barrier_queues.simulate import (
     CHUNK,
     SimulationConfig,
     SimulationResult,
-    _paper_overhead_mean,
     _t_interval,
     draw_jobs,
     run_replication,
@@ -230,7 +230,7 @@ def test_paper_overhead_mean_formula_against_samples():
     rng = np.random.default_rng(3)
     o = np.minimum(rng.uniform(0, r, 400_000), rng.exponential(1 / lam, 400_000))
     half = 3.3 * o.std(ddof=1) / math.sqrt(o.size)
-    assert abs(o.mean() - _paper_overhead_mean(lam, r)) < half
+    assert abs(o.mean() - OverheadModel(r, lam).mean()) < half
 
 
 def test_event_overhead_starts_blocked_jobs_at_ticks_or_arrivals():

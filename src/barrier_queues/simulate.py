@@ -177,7 +177,7 @@ class SimulationConfig:
             if self.overhead == "paper":
                 if self.stragglers:
                     return None
-                barrier_work += k * _paper_overhead_mean(self.arrival_rate, self.revive_interval)
+                barrier_work += k * OverheadModel(self.revive_interval, self.arrival_rate).mean()
                 nonbarrier_work = barrier_work
             else:
                 nonbarrier_work = k * law.mean()
@@ -214,11 +214,6 @@ class SimulationConfig:
             return None
         lim = stability_limit(s, k, l_, self.barriers, task_dist=self.task_dist)
         return lim.lambda_max, lim.method
-
-
-def _paper_overhead_mean(lam: float, revive: float) -> float:
-    """E[min(U(0,R), Exp(lambda))], from :class:`barrier_queues.overhead.OverheadModel`."""
-    return OverheadModel(revive, lam).mean()
 
 
 def draw_jobs(config: SimulationConfig, n: int, rng: np.random.Generator,

@@ -311,7 +311,8 @@ def _shutdown_gateway() -> None:
         gateway.shutdown()
     finally:
         if proc is not None:
-            proc.stdin.close() if proc.stdin else None
+            if proc.stdin:
+                proc.stdin.close()       # pyspark's JVM exits when its stdin closes
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
