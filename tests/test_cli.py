@@ -126,14 +126,17 @@ def test_more_bad_input_exits_2(args, fragment):
 
 
 def test_spark_analyze_json_on_a_real_event_log(tmp_path):
-    log = Path(__file__).parent / "data" / "spark-4.3.0-probe-eventlog.zstd"
+    log = next((Path(__file__).parent / "data" / "spark-run-s2-k2" / "eventlog").glob("*.zstd"))
     csv = tmp_path / "jobs.csv"
-    out = run("spark-analyze", str(log), "--json", "--jobs-csv", str(csv))
+    out = run("spark-analyze", str(log), "--json", "--skip-jobs", "2", "--jobs-csv", str(csv))
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     for key in ("jobs", "mean_waiting", "mean_sojourn", "overhead_samples", "ks_statistic", "ks_pvalue"):
         assert key in data
-    assert data["jobs"] == 6 and len(data["overhead_samples"]) == 3
+    assert data["jobs"] == 8 and len(data["overhead_samples"]) == 7
+    assert 0 < data["ks_statistic"] < 1 and 0 < data["ks_pvalue"] <= 1
+    # the maximum-likelihood R is at least the largest sample (the likelihood is 0 below it)
+    assert data["mle_revive"] >= max(data["overhead_samples"]) and data["mle_rate"] > 0
     assert data["spark_version"] == "4.3.0"
     assert csv.read_text().startswith("job_id,key,barrier,tasks,submission")
 

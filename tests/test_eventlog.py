@@ -8,7 +8,8 @@ import zstandard
 
 from barrier_queues.eventlog import EventLogError, blocking_overhead, parse_event_log, read_events
 
-REAL = Path(__file__).parent / "data" / "spark-4.3.0-probe-eventlog.zstd"
+RUN = Path(__file__).parent / "data" / "spark-run-s2-k2"
+REAL = next((RUN / "eventlog").glob("*.zstd"))
 
 
 def _raw_lines():
@@ -21,9 +22,9 @@ def test_real_log_tables_match_the_raw_events():
     starts = {e["Job ID"]: e for e in raw if e["Event"] == "SparkListenerJobStart"}
     ends = {e["Job ID"]: e for e in raw if e["Event"] == "SparkListenerJobEnd"}
     jobs = tables.jobs.set_index("job_id")
-    assert len(jobs) == 6 and len(tables.tasks) == 12
+    assert len(jobs) == 10 and len(tables.tasks) == 20
     assert jobs.barrier.all() and (jobs.tasks == 2).all() and (jobs.result == "JobSucceeded").all()
-    assert sorted(jobs.key) == [str(i) for i in range(6)]
+    assert sorted(jobs.key) == sorted([str(i) for i in range(8)] + ["warmup-0", "warmup-1"])
     origin = tables.app["origin_ms"]
     for jid, e in starts.items():
         assert jobs.loc[jid, "submission"] == (e["Submission Time"] - origin) / 1000

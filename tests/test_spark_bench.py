@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from barrier_queues import ParameterError
-from barrier_queues.spark_bench import SparkBenchConfig, java_version
+from barrier_queues.spark_bench import SparkBenchConfig, java_version, run_spark_bench
 
 
 def test_java_is_17_or_newer():
@@ -54,3 +54,31 @@ def test_missing_java_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("JAVA_HOME", raising=False)
     with pytest.raises(ParameterError, match="java must be installed"):
         java_version()
+
+
+@pytest.mark.parametrize("banner, major", [('openjdk version "11.0.22" 2024-01-16', 11),
+                                           ('java version "1.8.0_392"', 8)])
+def test_wrong_java_version_is_a_clear_error(tmp_path, monkeypatch, banner, major):
+    fake = tmp_path / "jdk" / "bin" / "java"
+    fake.parent.mkdir(parents=True)
+    fake.write_text(f"#!/bin/sh\necho '{banner}' >&2\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    with pytest.raises(ParameterError) as info:
+        java_version()
+    assert f"java must be version 17 or newer for Spark 4 (got Java {major} at {fake})" in str(info.value)
+
+
+@pytest.mark.slow
+def test_unreachable_master_is_a_clear_error_and_keeps_the_metadata(tmp_path):
+    """Nothing listens on port 9 of the loopback: the run fails after the registration timeout."""
+    config = SparkBenchConfig(executors=2, tasks=2, jobs=2, warmup_jobs=0, master="spark://127.0.0.1:9",
+                              registration_timeout=10)
+    with pytest.raises(ParameterError) as info:
+        run_spark_bench(config, tmp_path / "run", progress=False)
+    assert ("executors must register within 10 s: only 0 of 2 did on spark://127.0.0.1:9 "
+            "(is the master reachable, and is there memory?)") in str(info.value)
+    meta = json.loads((tmp_path / "run" / "metadata.json").read_text())
+    assert meta["status"].startswith("failed: ParameterError") and meta["master"] == "spark://127.0.0.1:9"
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert str(tmp_path / "run") not in ps

@@ -167,7 +167,7 @@ def _print_plan(out: dict) -> None:
 
 def _spark_analyze(args) -> dict:
     from .eventlog import blocking_overhead, parse_event_log
-    from .overhead import OverheadModel, ks_test
+    from .overhead import OverheadModel, fit_overhead, ks_test
 
     tables = parse_event_log(args.event_log, key_property=args.key_property)
     jobs = tables.jobs.sort_values("submission")
@@ -190,8 +190,11 @@ def _spark_analyze(args) -> dict:
            "ks_statistic": None, "ks_pvalue": None}
     if len(samples) >= 2 and rate:
         ks = ks_test(samples.overhead, OverheadModel(args.revive, rate))
+        fit = fit_overhead(samples.overhead)
         out.update(ks_statistic=ks["ks_statistic"], ks_pvalue=ks["ks_pvalue"],
-                   model_mean=OverheadModel(args.revive, rate).mean())
+                   model_mean=OverheadModel(args.revive, rate).mean(),
+                   mle_revive=fit.revive, mle_rate=fit.rate,
+                   mle_ks_pvalue=ks_test(samples.overhead, fit)["ks_pvalue"])
     if args.jobs_csv:
         tables.jobs.to_csv(args.jobs_csv, index=False)
         out["jobs_csv"] = args.jobs_csv
@@ -231,6 +234,8 @@ def _print_spark(out: dict) -> None:
     if out["ks_statistic"] is not None:
         print(f"KS vs min(U(0,{out['revive']}), Exp({out['arrival_rate']:.4g})): "
               f"D = {out['ks_statistic']:.4f}, p = {out['ks_pvalue']:.4f} (model mean {out['model_mean']:.4f} s)")
+        print(f"maximum likelihood R = {out['mle_revive']:.4f} s, lambda = {out['mle_rate']:.4g}/s "
+              f"(KS p = {out['mle_ks_pvalue']:.4f})")
     else:
         print("KS test           not run (fewer than 2 blocked jobs or unknown arrival rate)")
 

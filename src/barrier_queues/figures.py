@@ -8,6 +8,7 @@ matplotlib Figure. Every figure states its parameters in its title or legend.
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -270,3 +271,91 @@ def fig8_means(table: pd.DataFrame, servers: int, spark=None) -> plt.Figure:
         {q: f"mean {q} time" for q in ("sojourn", "waiting")}, spark,
         {"sojourn": "mean_sojourn_spark", "waiting": "mean_waiting_spark"},
         f"Fig. 8: pure barrier jobs on s = {servers} workers: means", bounds=False)
+
+
+def fig9_overhead(samples, model, fit=None, title: str = "") -> plt.Figure:
+    """Fig. 9: histogram of measured blocking overhead with the model PDF (eq. 42) over it.
+
+    ``samples`` in seconds; ``model`` and the optional maximum-likelihood
+    ``fit`` are :class:`barrier_queues.overhead.OverheadModel` s.
+    """
+    x = np.asarray(samples, dtype=float)
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    top = max(model.revive, fit.revive if fit is not None else 0.0, float(x.max()))
+    ax.hist(x, bins=np.linspace(0, top, 21), density=True, color=sns.color_palette()[0], alpha=0.55,
+            edgecolor="white", label=f"Spark, {x.size} blocked jobs")
+    t = np.linspace(0, top, 400)
+    ax.plot(t, model.pdf(t), "-", color="black", lw=2,
+            label=f"min(U(0, R), Exp(lambda)), R = {model.revive:g} s, lambda = {model.rate:.3g}/s")
+    if fit is not None:
+        ax.plot(t, fit.pdf(t), "--", color=sns.color_palette()[3], lw=1.8,
+                label=f"maximum likelihood: R = {fit.revive:.3g} s, lambda = {fit.rate:.3g}/s")
+    ax.set_xlabel("blocking overhead: launch minus the moment k executors were free (s)")
+    ax.set_ylabel("density")
+    ax.legend(fontsize=8)
+    ax.set_title(f"Fig. 9: Spark's blocking overhead{', ' + title if title else ''}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def fig_sync_delays(delays: pd.DataFrame, poll: float = 1.0, title: str = "") -> plt.Figure:
+    """``barrier()`` delay beyond the last arrival against each task's lag behind it.
+
+    Points: measured tasks (the last to arrive at lag 0). Lines: Spark's
+    polling loop, ``poll - (lag mod poll)``, and the paper's description
+    (uniform on ``[0, poll]`` for all tasks but the last, which leaves at once).
+    """
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    palette = sns.color_palette()
+    early, last = delays[~delays.is_last], delays[delays.is_last]
+    ax.plot(early.lag, early.excess, "o", ms=3, alpha=0.5, color=palette[0], label="measured, earlier tasks")
+    ax.plot(last.lag, last.excess, "D", ms=4, alpha=0.6, color=palette[3], label="measured, last task")
+    lag = np.linspace(0, max(float(delays.lag.max()), poll) * 1.02, 2000)
+    ax.plot(lag, poll - np.mod(lag, poll), "-", color="black", lw=1.2, label="Spark's polling loop")
+    ax.fill_between([1e-3, lag[-1]], 0, poll, color=palette[2], alpha=0.12, label="paper: U(0, 1 s)")
+    ax.plot([0], [0], "x", color=palette[2], ms=9, mew=2, label="paper: last task at once")
+    ax.set_xlabel("lag behind the last task to arrive, T_last - T (s)")
+    ax.set_ylabel("release minus last arrival (s)")
+    ax.legend(fontsize=8, loc="upper right")
+    ax.set_title(f"barrier() synchronisation delay{', ' + title if title else ''}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def fig78_spark(table: pd.DataFrame, quantile: float, bounds: pd.DataFrame | None = None,
+                title: str = "") -> plt.Figure:
+    """Figs. 7-8 for real Spark: quantiles (top) and means (bottom) of sojourn and waiting time vs k/s.
+
+    ``table`` is :func:`barrier_queues.spark_analysis.compare_with_simulation`
+    (sources ``Spark``, ``plain``, ``paper overhead``, ``event overhead``,
+    each with 95 % intervals); ``bounds`` (optional) has ``k/s,
+    sojourn_bound, waiting_bound`` for the quantile panels.
+    """
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8.5), sharex=True)
+    palette = sns.color_palette()
+    sources = [("Spark", palette[3], "*", 0.0), ("plain", palette[0], "o", -0.012),
+               ("paper overhead", palette[1], "s", 0.012), ("event overhead", palette[2], "^", 0.024)]
+    for row, (kind, prefix, suffix) in enumerate((("quantile", "", "_q"), ("mean", "mean_", ""))):
+        for col, quantity in enumerate(("sojourn", "waiting")):
+            ax = axes[row, col]
+            name = f"{prefix}{quantity}{suffix}"
+            for source, color, marker, dx in sources:
+                d = table[table.source == source].sort_values("k/s")
+                label = "real Spark" if source == "Spark" else f"simulation, {source}"
+                _overlay(ax, d["k/s"] + dx, d[name], d[f"{name}_ci"], color, label, marker)
+                ax.plot(d["k/s"] + dx, d[name], "-", color=color, lw=0.8, alpha=0.5)
+            if bounds is not None and row == 0:
+                ax.plot(bounds["k/s"], bounds[f"{quantity}_bound"], "--", color="grey",
+                        label="bound (GI|GI)")
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.yaxis.set_minor_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            what = f"{quantile:g} quantile" if kind == "quantile" else "mean"
+            ax.set_title(f"{quantity} time, {what}", fontsize=10)
+            if row == 1:
+                ax.set_xlabel("parallelism ratio k / s (task mean s / k seconds)")
+        axes[row, 0].set_ylabel("seconds")
+    axes[0, 0].legend(fontsize=8)
+    fig.suptitle(f"Figs. 7-8 with real Spark{': ' + title if title else ''}")
+    fig.tight_layout()
+    return fig

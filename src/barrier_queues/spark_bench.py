@@ -257,10 +257,14 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
         start = time.time()
         limit = t_begin + config.time_limit
         submitted = 0
+        first_submit = last_submit = start
         for i, planned in enumerate(start + np.cumsum(gaps)):
             if planned > limit:
                 break
             time.sleep(max(planned - time.time(), 0.0))
+            last_submit = time.time()
+            if i == 0:
+                first_submit = last_submit
             th = threading.Thread(target=run_job, args=(str(i), i, False, float(planned)), daemon=True)
             th.start()
             threads.append(th)
@@ -275,7 +279,8 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
         elapsed = time.time() - start
         meta.update(status="complete" if unfinished == 0 else "time limit", submitted=submitted,
                     unfinished=unfinished, measured_seconds=elapsed,
-                    achieved_arrival_rate=submitted / elapsed if elapsed > 0 else None,
+                    achieved_arrival_rate=(submitted - 1) / (last_submit - first_submit)
+                    if submitted > 1 and last_submit > first_submit else None,
                     offered_utilization=config.arrival_rate * config.tasks * config.mean_task
                     / config.executors)
         if unfinished:
@@ -295,6 +300,7 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
             else:
                 os.environ[k] = v
         meta["total_seconds"] = time.time() - t_begin
+        meta["loadavg_1_5_15min"] = list(os.getloadavg())   # how busy the machine was at the end
         (run_dir / "metadata.json").write_text(json.dumps(meta, indent=2))
     return run_dir
 
@@ -321,4 +327,40 @@ def _shutdown_gateway() -> None:
         SparkContext._jvm = None
 
 
-__all__ = ["SparkBenchConfig", "java_version", "run_spark_bench"]
+def archive_run(run_dir, dest) -> Path:
+    """Copy a run folder in compact, reproducible form (what ``data/spark/<run>/`` holds).
+
+    ``metadata.json`` as is, ``arrivals.csv`` and ``tasks.csv`` gzip-compressed
+    (no timestamp in the header, so equal data give equal bytes) and the event
+    log zstd-compressed (level 19) under ``eventlog/``; the private Spark home
+    and executor logs are left out. Readable by
+    :func:`barrier_queues.spark_analysis.load_run` and ``spark-analyze``.
+    """
+    import gzip
+
+    import zstandard
+
+    src, dst = Path(run_dir), Path(dest)
+    if not (src / "metadata.json").exists():
+        raise ParameterError(f"run_dir must be a spark-bench run folder with metadata.json (got {str(src)!r})")
+    logs = [p for p in (src / "eventlog").glob("*") if p.is_file() and not p.name.startswith(".")]
+    if len(logs) != 1:
+        raise ParameterError(f"run_dir must hold exactly one event log under eventlog/ (found {len(logs)})")
+    (dst / "eventlog").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src / "metadata.json", dst / "metadata.json")
+    for name in ("arrivals.csv", "tasks.csv"):
+        with (src / name).open("rb") as f_in, (dst / f"{name}.gz").open("wb") as raw, \
+                gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as f_out:
+            shutil.copyfileobj(f_in, f_out)
+    log = logs[0]
+    data = log.read_bytes()
+    if log.suffix in (".zstd", ".zst"):
+        target = dst / "eventlog" / log.name
+    else:
+        target = dst / "eventlog" / f"{log.name}.zstd"
+        data = zstandard.ZstdCompressor(level=19).compress(data)
+    target.write_bytes(data)
+    return dst
+
+
+__all__ = ["SparkBenchConfig", "archive_run", "java_version", "run_spark_bench"]

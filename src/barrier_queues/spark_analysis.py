@@ -1,0 +1,468 @@
+"""Analysis of real Spark benchmark runs (paper section IV; SPARK.md; MODEL.md section 7).
+
+A *run folder* is what :func:`barrier_queues.spark_bench.run_spark_bench`
+writes (or its compressed copy under ``data/spark/<run>/``):
+``metadata.json``, ``arrivals.csv[.gz]`` and ``tasks.csv[.gz]`` (the
+harness's own wall-clock records) and ``eventlog/`` (Spark's event log,
+plain or zstd). :func:`load_run` joins them on the job tag, on one clock:
+seconds since the Spark application started.
+
+What is measured per run (:func:`run_summary`):
+
+* waiting (harness submission to first task launch), execution (first launch
+  to job completion) and sojourn times, with 95 % batch-means intervals for
+  the means and distribution-free order-statistic intervals for quantiles;
+* the utilization actually achieved (task sleep over executor time) next to
+  the offered ``rho = lambda k E[task] / s``;
+* the hidden per-task cost of starting the Python function (harness start
+  time minus Spark's launch time), :func:`python_startup`;
+* the blocking-overhead samples (:func:`barrier_queues.eventlog.blocking_overhead`)
+  against ``min(U(0, R), Exp(lambda))`` (eqs. 41-42): KS test at Spark's
+  configured ``R`` and the achieved ``lambda``, the maximum-likelihood fit,
+  and plain ``U(0, R)`` for contrast;
+* ``barrier()`` synchronisation delays (:func:`sync_delays`,
+  :func:`sync_delay_tests`): the paper's ``U(0, 1 s)`` for every task but the
+  last, against Spark's polling loop, which releases a task that arrived at
+  ``T`` at ``T + ceil((T_last - T) / 1 s) s`` (at least 1 s), i.e.
+  ``1 - ((T_last - T) mod 1 s)`` after the last arrival ``T_last``, and the
+  last task itself a full second after it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ._validation import ParameterError
+from .eventlog import EventLogError, EventLogTables, blocking_overhead, parse_event_log
+from .overhead import OverheadModel, fit_overhead, ks_test
+
+#: Spark's hard-coded polling period of ``BarrierTaskContext.runBarrier`` (seconds).
+BARRIER_POLL = 1.0
+
+
+@dataclass
+class SparkRun:
+    """One benchmark run, joined on one clock (seconds since the application start).
+
+    ``jobs``: one row per measured (non-warm-up) job: ``tag, job_id, arrival``
+    (harness submission), ``planned`` (the Poisson arrival it was meant to
+    have), ``first_launch, last_launch, completion, waiting, execution,
+    sojourn, status``. ``tasks``: one row per task of a measured job, Spark's
+    task record plus the harness's ``sleep, start, end`` and the Python
+    start-up ``startup = start - launch``. ``harness_tasks``: the harness's
+    per-task rows including ``barrier()`` arrival and release times.
+    """
+
+    path: Path
+    metadata: dict
+    jobs: pd.DataFrame
+    tasks: pd.DataFrame
+    harness_tasks: pd.DataFrame
+    log: EventLogTables
+
+    @property
+    def executors(self) -> int:
+        return int(self.metadata["config"]["executors"])
+
+    @property
+    def tasks_per_job(self) -> int:
+        return int(self.metadata["config"]["tasks"])
+
+    @property
+    def arrival_rate(self) -> float:
+        return float(self.metadata["config"]["arrival_rate"])
+
+    @property
+    def task_mean(self) -> float:
+        return float(self.metadata["task_mean"])
+
+    @property
+    def revive(self) -> float:
+        return float(self.metadata["config"]["revive_interval"])
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def _csv(folder: Path, name: str) -> pd.DataFrame:
+    for candidate in (folder / f"{name}.csv", folder / f"{name}.csv.gz"):
+        if candidate.exists():
+            return pd.read_csv(candidate, dtype={"tag": str, "sync_arrive": str, "sync_release": str})
+    raise ParameterError(f"run folder {str(folder)!r} must hold {name}.csv or {name}.csv.gz "
+                         "(written by barrier-queues spark-bench)")
+
+
+def _event_log(folder: Path) -> Path:
+    logs = sorted(p for p in (folder / "eventlog").glob("*") if not p.name.startswith("."))
+    if len(logs) != 1:
+        raise ParameterError(f"run folder {str(folder)!r} must hold exactly one Spark event log under "
+                             f"eventlog/ (found {len(logs)})")
+    return logs[0]
+
+
+def load_run(path) -> SparkRun:
+    """Read a run folder and join the harness records with Spark's event log.
+
+    Raises :class:`~barrier_queues.ParameterError` for a folder that is not a
+    run, and :class:`~barrier_queues.eventlog.EventLogError` for a broken log
+    or one that does not match the harness records.
+    """
+    folder = Path(path)
+    if not (folder / "metadata.json").exists():
+        raise ParameterError(f"run folder must contain metadata.json (got {str(folder)!r})")
+    meta = json.loads((folder / "metadata.json").read_text())
+    arrivals, htasks = _csv(folder, "arrivals"), _csv(folder, "tasks")
+    log = parse_event_log(_event_log(folder))
+    origin = log.app["origin_ms"] / 1000
+    for frame, cols in ((arrivals, ("planned", "submitted", "completed")), (htasks, ("start", "end"))):
+        for c in cols:
+            frame[c] = frame[c] - origin
+    for c in ("sync_arrive", "sync_release"):
+        htasks[c] = [np.array([float(v) - origin for v in str(x).split(";")]) if isinstance(x, str) and x
+                     else np.empty(0) for x in htasks[c]]
+
+    measured = arrivals[~arrivals.warmup.astype(bool)]
+    logjobs = log.jobs.dropna(subset=["key"]).set_index("key")
+    missing = sorted(set(measured.tag) - set(logjobs.index), key=lambda t: int(t) if t.isdigit() else -1)
+    ok = measured[measured.status == "ok"]
+    lost = [t for t in missing if t in set(ok.tag)]
+    if lost:
+        raise EventLogError(f"job {lost[0]} finished in the harness but is not in the event log "
+                            f"({len(lost)} such jobs): the log and the run folder do not match")
+    joined = ok.merge(logjobs, left_on="tag", right_index=True, how="left")
+    jobs = pd.DataFrame({
+        "tag": joined.tag, "job_id": joined.job_id.astype(int), "planned": joined.planned,
+        "arrival": joined.submitted, "first_launch": joined.first_launch, "last_launch": joined.last_launch,
+        "completion": joined.completion, "status": joined.status,
+    })
+    jobs["waiting"] = jobs.first_launch - jobs.arrival
+    jobs["execution"] = jobs.completion - jobs.first_launch
+    jobs["sojourn"] = jobs.completion - jobs.arrival
+    jobs = jobs.sort_values("arrival").reset_index(drop=True)
+
+    tasks = log.tasks[log.tasks.job_id.isin(jobs.job_id)].merge(
+        jobs[["job_id", "tag"]], on="job_id")
+    tasks = tasks.merge(htasks[["tag", "partition", "sleep", "start", "end"]],
+                        left_on=["tag", "index"], right_on=["tag", "partition"], how="left")
+    tasks["startup"] = tasks.start - tasks.launch
+    return SparkRun(folder, meta, jobs, tasks.drop(columns="partition"), htasks, log)
+
+
+def python_startup(run: SparkRun) -> pd.Series:
+    """Seconds from Spark's task launch to the start of the Python function, per task."""
+    return run.tasks.startup.dropna().rename("startup")
+
+
+def _batch_interval(x: np.ndarray, batches: int = 10, level: float = 0.95) -> list[float]:
+    """t interval over the means of consecutive batches (jobs of a queue are correlated).
+
+    Fewer batches when there are fewer than two values per batch; NaN below 4 values.
+    """
+    batches = min(batches, len(x) // 2)
+    if batches < 2:
+        return [float("nan"), float("nan")]
+    means = np.array([b.mean() for b in np.array_split(np.asarray(x, dtype=float), batches)])
+    half = stats.t.ppf(0.5 + level / 2, batches - 1) * means.std(ddof=1) / np.sqrt(batches)
+    return [float(means.mean() - half), float(means.mean() + half)]
+
+
+def quantile_interval(x, q: float, level: float = 0.95) -> list[float]:
+    """Distribution-free interval for the ``q`` quantile from order statistics (iid assumption).
+
+    An end is NaN where too few values exist to bound it at ``level``.
+    """
+    res = stats.quantile_test(np.asarray(x, dtype=float), q=float(np.quantile(x, q)), p=q)
+    ci = res.confidence_interval(level)
+    return [float(ci.low), float(ci.high)]
+
+
+def overhead_samples(run: SparkRun) -> pd.DataFrame:
+    """Blocking-overhead samples of the run's measured jobs (seconds)."""
+    samples = blocking_overhead(run.log)
+    return samples[samples.job_id.isin(run.jobs.job_id)].reset_index(drop=True)
+
+
+def overhead_tests(samples, revive: float, rate: float) -> dict:
+    """KS tests of overhead samples: ``min(U(0,R), Exp(lambda))`` at Spark's R and the
+    achieved lambda, the same at the maximum-likelihood ``(R, lambda)``, and plain ``U(0, R)``."""
+    x = np.asarray(samples, dtype=float)
+    model = OverheadModel(revive, rate)
+    out = {"n": int(x.size), "mean": float(x.mean()), "model_mean": model.mean(),
+           "model": ks_test(x, model)}
+    fit = fit_overhead(x)
+    out["mle"] = {"revive": fit.revive, "rate": fit.rate, **ks_test(x, fit)}
+    res = stats.kstest(x, stats.uniform(0, revive).cdf)
+    out["uniform"] = {"ks_statistic": float(res.statistic), "ks_pvalue": float(res.pvalue)}
+    return out
+
+
+def sync_delays(run: SparkRun, poll: float = BARRIER_POLL) -> pd.DataFrame:
+    """One row per task and ``barrier()`` call of the measured jobs.
+
+    Columns: ``tag, sync, partition, arrive, release, last_arrival, lag``
+    (``last_arrival - arrive``), ``excess`` (``release - last_arrival``, the
+    delay the barrier adds beyond waiting for the last task), ``is_last`` and
+    ``predicted``, Spark's polling prediction ``poll - (lag mod poll)``.
+    """
+    h = run.harness_tasks[run.harness_tasks.tag.isin(run.jobs.tag)]
+    rows = []
+    for r in h.itertuples():
+        for i, (a, rel) in enumerate(zip(r.sync_arrive, r.sync_release, strict=True)):
+            rows.append((r.tag, i, int(r.partition), a, rel))
+    d = pd.DataFrame(rows, columns=["tag", "sync", "partition", "arrive", "release"])
+    if d.empty:
+        return d.assign(last_arrival=[], lag=[], excess=[], is_last=[], predicted=[])
+    d["last_arrival"] = d.groupby(["tag", "sync"]).arrive.transform("max")
+    d["lag"] = d.last_arrival - d.arrive
+    d["excess"] = d.release - d.last_arrival
+    d["is_last"] = d.lag == 0
+    d["predicted"] = poll - np.mod(d.lag, poll)
+    return d
+
+
+def sync_delay_tests(delays: pd.DataFrame, poll: float = BARRIER_POLL) -> dict:
+    """Test the two descriptions of the ``barrier()`` delay against measured delays.
+
+    *Paper*: tasks other than the last are released ``U(0, poll)`` after the
+    last arrival, the last task at once. *Spark's code*: every task is
+    released ``poll - (lag mod poll)`` after the last arrival (the last one
+    ``poll`` after it). Reports the KS test of the non-last excess against
+    ``U(0, poll)``, the last task's mean excess (paper: 0, code: ``poll``),
+    and the residuals of the code's prediction (median, 2.5-97.5 % range,
+    share within 50 ms).
+    """
+    if delays.empty:
+        raise ParameterError("delays must come from a run with sync points (--sync-points >= 1)")
+    early = delays[~delays.is_last]
+    last = delays[delays.is_last]
+    res = stats.kstest(early.excess, stats.uniform(0, poll).cdf)
+    resid = (delays.excess - delays.predicted).to_numpy()
+    return {"barriers": int(delays.groupby(["tag", "sync"]).ngroups), "tasks": int(len(delays)),
+            "paper_uniform_ks_statistic": float(res.statistic), "paper_uniform_ks_pvalue": float(res.pvalue),
+            "last_task_mean_excess": float(last.excess.mean()),
+            "last_task_excess_ci": _batch_interval(last.excess.to_numpy(), min(10, len(last))),
+            "code_residual_median": float(np.median(resid)),
+            "code_residual_range_95": [float(np.quantile(resid, 0.025)), float(np.quantile(resid, 0.975))],
+            "code_within_50ms": float(np.mean(np.abs(resid) <= 0.05))}
+
+
+def run_summary(run: SparkRun, quantile: float = 0.99) -> dict:
+    """The measured numbers of one run (seconds; see the module docstring)."""
+    jobs = run.jobs
+    span = float(jobs.arrival.iloc[-1] - jobs.arrival.iloc[0])
+    rate = (len(jobs) - 1) / span
+    window = float(jobs.completion.max() - jobs.arrival.min())
+    busy = float((run.tasks.finish - run.tasks.launch).sum())
+    out = {"run": run.name, "spark": run.metadata.get("spark"), "master": run.metadata.get("master"),
+           "servers": run.executors, "tasks": run.tasks_per_job, "task_mean": run.task_mean,
+           "arrival_rate": run.arrival_rate, "achieved_arrival_rate": rate, "jobs": int(len(jobs)),
+           "failed_jobs": int((run.metadata.get("submitted") or len(jobs)) - len(jobs)),
+           "offered_utilization": run.arrival_rate * run.tasks_per_job * run.task_mean / run.executors,
+           "achieved_utilization": float(run.tasks.sleep.sum()) / (run.executors * window),
+           "busy_utilization": busy / (run.executors * window)}
+    for m in ("waiting", "execution", "sojourn"):
+        x = jobs[m].to_numpy()
+        out[f"mean_{m}"] = float(x.mean())
+        out[f"mean_{m}_ci"] = _batch_interval(x)
+        out[f"{m}_q"] = float(np.quantile(x, quantile))
+        out[f"{m}_q_ci"] = quantile_interval(x, quantile)
+    out["quantile"] = quantile
+    start = python_startup(run)
+    out["python_startup_median"] = float(start.median())
+    out["python_startup_p90"] = float(start.quantile(0.9))
+    samples = overhead_samples(run)
+    out["overhead_samples"] = int(len(samples))
+    if len(samples) >= 2:
+        out["overhead"] = overhead_tests(samples.overhead, run.revive, rate)
+    return out
+
+
+def discover_runs(folder) -> list[Path]:
+    """Run folders (those with a metadata.json) directly under ``folder``, sorted by name."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ParameterError(f"runs folder must be an existing directory (got {str(folder)!r})")
+    return sorted(p for p in folder.iterdir() if (p / "metadata.json").exists())
+
+
+def simulation_configs(run: SparkRun) -> dict:
+    """The run's system as :class:`~barrier_queues.SimulationConfig` s: plain, with the
+    paper's iid overhead and with the event-accurate revive-timer model (seconds)."""
+    from .simulate import SimulationConfig
+
+    base = {"servers": run.executors, "tasks": run.tasks_per_job, "arrival_rate": run.arrival_rate,
+            "task_rate": 1.0 / run.task_mean}
+    return {"plain": SimulationConfig(**base),
+            "paper overhead": SimulationConfig(**base, overhead="paper", revive_interval=run.revive),
+            "event overhead": SimulationConfig(**base, overhead="event", revive_interval=run.revive)}
+
+
+def compare_with_simulation(runs: list[SparkRun], jobs: int = 200_000, replications: int = 4,
+                            seed=None, quantile: float = 0.99) -> pd.DataFrame:
+    """Measured means and quantiles beside the three simulations, one row per run and source.
+
+    Columns: ``run, servers, tasks, k/s, utilization, source`` (``Spark`` or a
+    simulation name), ``mean_waiting, mean_sojourn, waiting_q, sojourn_q`` and
+    their 95 % intervals (``*_ci``).
+    """
+    from .simulate import QUANTILES, simulate_many
+
+    key = next((str(x) for x in QUANTILES if abs(x - quantile) < 1e-12), None)
+    if key is None:
+        raise ParameterError(f"quantile must be one of {list(QUANTILES)} (got {quantile!r})")
+    configs, labels = [], []
+    for run in runs:
+        for name, c in simulation_configs(run).items():
+            configs.append(c)
+            labels.append((run, name))
+    results = simulate_many(configs, jobs=jobs, replications=replications, seed=seed)
+    rows = []
+    for run in runs:
+        s = run_summary(run, quantile)
+        rows.append({"source": "Spark", **{m: s[m] for m in (
+            "mean_waiting", "mean_waiting_ci", "mean_sojourn", "mean_sojourn_ci")},
+            "waiting_q": s["waiting_q"], "waiting_q_ci": s["waiting_q_ci"],
+            "sojourn_q": s["sojourn_q"], "sojourn_q_ci": s["sojourn_q_ci"], "_run": run})
+    for (run, name), res in zip(labels, results, strict=True):
+        sm = res.summary()
+        rows.append({"source": name, "mean_waiting": sm["mean_waiting"], "mean_waiting_ci": sm["ci"]["waiting"],
+                     "mean_sojourn": sm["mean_sojourn"], "mean_sojourn_ci": sm["ci"]["sojourn"],
+                     "waiting_q": sm["quantiles"]["waiting"][key],
+                     "waiting_q_ci": sm["quantile_ci"]["waiting"][key],
+                     "sojourn_q": sm["quantiles"]["sojourn"][key],
+                     "sojourn_q_ci": sm["quantile_ci"]["sojourn"][key], "_run": run})
+    table = pd.DataFrame(rows)
+    table.insert(0, "run", [r.name for r in table["_run"]])
+    table.insert(1, "servers", [r.executors for r in table["_run"]])
+    table.insert(2, "tasks", [r.tasks_per_job for r in table["_run"]])
+    table.insert(3, "k/s", table.tasks / table.servers)
+    table.insert(4, "utilization", [r.arrival_rate * r.tasks_per_job * r.task_mean / r.executors
+                                    for r in table["_run"]])
+    return table.drop(columns="_run").sort_values(["run", "source"]).reset_index(drop=True)
+
+
+def revive_phase(run: SparkRun, window: float = 0.02) -> float:
+    """The revive timer's phase (seconds in ``[0, R)``), estimated from the launches of blocked jobs.
+
+    Blocked jobs launch at a tick (plus a few ms of scheduling) or just after an
+    arrival; the ticks show as the ``window``-wide interval of ``launch mod R``
+    holding the most launches, and the phase is the median launch in it.
+    """
+    launches = np.mod(overhead_samples(run).launch.to_numpy(), run.revive)
+    if launches.size == 0:
+        raise ParameterError(f"run {run.name} must have blocked jobs to estimate the revive phase (has none)")
+    ext = np.sort(np.concatenate([launches, launches + run.revive]))
+    ends = np.searchsorted(ext, ext + window, side="right")
+    best = int(np.argmax(ends - np.arange(ext.size)))
+    return float(np.mod(np.median(ext[best:ends[best]]), run.revive))
+
+
+REPLAY_MODELS = ("plain", "paper", "event")
+
+
+def replay(run: SparkRun, model: str = "plain", task_cost: float = 0.0, phase: float | None = None,
+           seed=0) -> pd.DataFrame:
+    """Feed the run's own workload through a 1-barrier FIFO model; one row per job.
+
+    The same arrival times (harness submissions) and the same task sleeps as
+    Spark got, on ``s`` workers, so that any difference from Spark is the
+    scheduler's, not the workload's sampling noise. ``model``:
+
+    * ``"plain"``: a job starts when it is at the head and ``k`` workers are free;
+    * ``"paper"``: as plain, every task's service lengthened by an iid
+      ``min(U(0, R), Exp(lambda))`` (the paper's simulation, eq. 40);
+    * ``"event"``: a job that finds fewer than ``k`` free workers starts only at
+      the next global offer: the revive tick (``phase`` + multiples of ``R``;
+      default :func:`revive_phase`) or the next job arrival, whichever is first.
+
+    ``task_cost`` (seconds) is added to every task (e.g. the measured median
+    of Spark's per-task cost beyond the sleep). Columns: ``tag, arrival,
+    start, completion, waiting, sojourn``.
+    """
+    if model not in REPLAY_MODELS:
+        raise ParameterError(f"model must be one of {REPLAY_MODELS} (got {model!r})")
+    if task_cost < 0:
+        raise ParameterError(f"task_cost must be >= 0 seconds (got {task_cost!r})")
+    jobs = run.jobs.sort_values("arrival")
+    arrivals = jobs.arrival.to_numpy()
+    sleeps = run.harness_tasks.groupby("tag").sleep.apply(lambda x: np.asarray(x, dtype=float))
+    k, s, r_int = run.tasks_per_job, run.executors, run.revive
+    if model == "event" and phase is None:
+        phase = revive_phase(run)
+    rate = (len(arrivals) - 1) / (arrivals[-1] - arrivals[0])
+    rng = np.random.default_rng(seed)
+    free = np.full(s, -np.inf)
+    previous = -np.inf
+    starts, completions = np.empty(len(jobs)), np.empty(len(jobs))
+    for j, tag in enumerate(jobs.tag):
+        head = max(arrivals[j], previous)
+        order = np.argsort(free, kind="stable")
+        ready = free[order[k - 1]]
+        if model == "event" and ready > head:
+            tick = phase + np.ceil((ready - phase) / r_int) * r_int
+            later = np.searchsorted(arrivals, ready, side="right")
+            start = min(tick, arrivals[later] if later < len(arrivals) else np.inf)
+        else:
+            start = max(head, ready)
+        service = sleeps[tag] + task_cost
+        if model == "paper":
+            service = service + OverheadModel(r_int, rate).rvs(k, rng)
+        free[order[:k]] = start + service
+        starts[j], completions[j] = start, start + service.max()
+        previous = start
+    out = pd.DataFrame({"tag": jobs.tag.to_numpy(), "arrival": arrivals, "start": starts,
+                        "completion": completions})
+    out["waiting"] = out.start - out.arrival
+    out["sojourn"] = out.completion - out.arrival
+    return out
+
+
+def replay_comparison(run: SparkRun, seed=0, quantile: float = 0.99) -> pd.DataFrame:
+    """Spark beside the replays of its own workload, one row per source.
+
+    Sources: ``Spark``, ``plain``, ``paper``, ``event`` and ``event + task
+    cost`` (the event model with the measured median per-task cost added).
+    Columns: mean and ``quantile`` of waiting and sojourn time, and the mean
+    absolute per-job difference of the waiting time from Spark's.
+    """
+    spark = run.jobs.sort_values("arrival")
+    cost = float((run.tasks.finish - run.tasks.launch - run.tasks.sleep).median())
+    sources = {"Spark": spark[["tag", "waiting", "sojourn"]]}
+    for model in REPLAY_MODELS:
+        sources[model] = replay(run, model, seed=seed)
+    sources["event + task cost"] = replay(run, "event", task_cost=cost, seed=seed)
+    rows = []
+    for name, d in sources.items():
+        rows.append({"run": run.name, "source": name, "mean_waiting": float(d.waiting.mean()),
+                     "mean_sojourn": float(d.sojourn.mean()),
+                     "waiting_q": float(np.quantile(d.waiting, quantile)),
+                     "sojourn_q": float(np.quantile(d.sojourn, quantile)),
+                     "per_job_waiting_error": float(np.mean(np.abs(d.waiting.to_numpy()
+                                                                   - spark.waiting.to_numpy()))),
+                     "task_cost": cost if name == "event + task cost" else 0.0})
+    return pd.DataFrame(rows)
+
+
+def best_match(table: pd.DataFrame, metrics=("mean_waiting", "mean_sojourn", "waiting_q", "sojourn_q")) -> pd.DataFrame:
+    """Relative error of each simulation against Spark, per run and metric, and the closest."""
+    rows = []
+    for run, d in table.groupby("run"):
+        spark = d[d.source == "Spark"].iloc[0]
+        for m in metrics:
+            errs = {r.source: (getattr(r, m) - spark[m]) / spark[m] for r in d[d.source != "Spark"].itertuples()}
+            rows.append({"run": run, "metric": m, "spark": spark[m], **{f"error {k}": v for k, v in errs.items()},
+                         "closest": min(errs, key=lambda k: abs(errs[k]))})
+    return pd.DataFrame(rows)
+
+
+__all__ = ["BARRIER_POLL", "REPLAY_MODELS", "SparkRun", "best_match", "compare_with_simulation", "discover_runs",
+           "load_run", "overhead_samples", "overhead_tests", "python_startup", "quantile_interval", "replay",
+           "replay_comparison", "revive_phase", "run_summary", "simulation_configs", "sync_delay_tests",
+           "sync_delays"]
