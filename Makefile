@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 JB_FLAGS ?= --warningiserror --keep-going
 
-.PHONY: install book test lint notebooks bench clean
+.PHONY: install book book-full test lint notebooks bench browser clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,14 @@ install: $(STAMP)
 book: $(STAMP)
 	$(BIN)/jupyter-book build . $(JB_FLAGS)
 
-## all tests: lint, unit and statistical tests, doctests, nbval re-execution of the book
-test: $(STAMP)
+## Debian's headless Chromium and its driver for the browser test of the book
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
+
+## all tests: lint, unit and statistical tests, doctests, nbval re-execution of the book, browser check
+test: $(STAMP) browser
 	$(BIN)/ruff check src tests benchmarks tools book
 	$(BIN)/python -m pytest
 
@@ -30,6 +36,10 @@ lint: $(STAMP)
 ## re-execute every notebook with papermill (default parameters) and refresh its outputs
 notebooks: $(STAMP)
 	$(BIN)/python tools/execute_notebooks.py
+
+## every result at the paper's scale (more jobs and replications) into _build/full (notebooks + results)
+book-full: $(STAMP)
+	$(BIN)/python tools/execute_notebooks.py --full
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[bench]"

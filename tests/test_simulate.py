@@ -300,3 +300,20 @@ def test_compare_with_exact_counts_and_errors():
     assert out == {"inside": 1, "total": 2, "max_rel_error": pytest.approx(0.05)}
     with pytest.raises(bq.ParameterError, match="same length"):
         bq.compare_with_exact([1.0], [[0, 2], [0, 2]], [1.0])
+
+
+def test_event_overhead_only_delays_jobs_of_more_than_one_task():
+    """A 1-task barrier job is launched by the freed executor's own offer (SPARK.md); k > 1 waits for a global one."""
+    from barrier_queues.reference import simulate_reference
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    arrivals = np.cumsum(rng.exponential(0.5, n))
+    for k, same in ((1, True), (2, False)):
+        tasks = np.full(n, k)
+        times = rng.exponential(4.0 / k * 0.5, n * k)
+        plain = simulate_reference(arrivals, tasks, np.ones(n, bool), times, servers=4)
+        event = simulate_reference(arrivals, tasks, np.ones(n, bool), times, servers=4, event_overhead=True,
+                                   phase=0.3)
+        assert (plain["start"] == event["start"]) is same
+        assert all(e >= p for e, p in zip(event["start"], plain["start"], strict=True))

@@ -253,3 +253,17 @@ def test_replay_event_model_explains_the_real_run(run):
     table = sa.replay_comparison(run).set_index("source")
     assert table.loc["event + task cost", "per_job_waiting_error"] < table.loc["plain", "per_job_waiting_error"]
     assert sa.revive_phase(run) == pytest.approx(np.median(np.mod(sa.overhead_samples(run).launch, 1.0)), abs=0.1)
+
+
+def test_executor_handoffs_against_a_plain_loop(run):
+    gaps = sorted(sa.executor_handoffs(run))
+    tasks = run.log.tasks.sort_values("launch")
+    sub = dict(zip(run.log.jobs.job_id, run.log.jobs.submission, strict=True))
+    measured = set(run.jobs.job_id)
+    expected = []
+    for ex in tasks.executor.unique():
+        d = tasks[tasks.executor == ex].sort_values("launch").to_dict("records")
+        for before, after in zip(d, d[1:], strict=False):
+            if sub[after["job_id"]] < before["finish"] and after["job_id"] in measured:
+                expected.append(after["launch"] - before["finish"])
+    assert np.allclose(gaps, sorted(expected)) and len(gaps) > 0

@@ -16,10 +16,11 @@ Scheduling rules (MODEL.md section 2; one FIFO queue, no overtaking):
   worker at ``t + X_(l:k)``.
 * non-barrier job (hybrid systems): each task in turn takes the earliest free
   worker, starting at ``max(arrival, previous task start, free time)``.
-* event-accurate Spark overhead: a barrier job that had to wait for workers
-  (``tau > max(arrival, previous start)``) starts at the first global offer
-  at or after ``tau``: the next revive-timer tick ``phase + n R`` or the next
-  job arrival, whichever comes first.
+* event-accurate Spark overhead: a barrier job of k > 1 tasks that had to
+  wait for workers (``tau > max(arrival, previous start)``) starts at the
+  first global offer at or after ``tau``: the next revive-timer tick
+  ``phase + n R`` or the next job arrival, whichever comes first. A 1-task
+  job starts at ``tau``: the offer of the executor that just freed carries it.
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ def run_chunk(arrivals, tasks, barrier, times, offsets, stragglers, two_barrier,
             t = ready
             if tau > ready:
                 t = tau
-                if event_overhead:
+                if event_overhead and k > 1:   # one freed executor's own offer carries a 1-task job
                     if ptr < j + 1:
                         ptr = j + 1
                     t, ptr = next_offer(tau, revive, phase, arrivals, next_arrivals, ptr)

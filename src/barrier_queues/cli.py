@@ -202,7 +202,7 @@ def _spark_analyze(args) -> dict:
 
 
 def _spark_bench(args) -> dict:
-    from .spark_bench import SparkBenchConfig, run_spark_bench
+    from .spark_bench import SparkBenchConfig, archive_run, run_spark_bench
 
     config = SparkBenchConfig(executors=args.executors, tasks=args.tasks, arrival_rate=args.arrival_rate,
                               jobs=args.jobs, warmup_jobs=args.warmup_jobs, task_mean=args.task_mean,
@@ -211,6 +211,8 @@ def _spark_bench(args) -> dict:
     run_dir = run_spark_bench(config, args.out, progress=not args.json)
     meta = json.loads((run_dir / "metadata.json").read_text())
     meta["run_dir"] = str(run_dir)
+    if args.archive:
+        meta["archive"] = str(archive_run(run_dir, args.archive))
     return meta
 
 
@@ -221,6 +223,8 @@ def _print_bench(out: dict) -> None:
           f"(offered utilization {out.get('offered_utilization') or 0:.3g}); total {out['total_seconds']:.1f} s")
     print(f"analyse with      barrier-queues spark-analyze {out['run_dir']}/eventlog/* "
           f"--skip-jobs {out['config']['warmup_jobs']}")
+    if out.get("archive"):
+        print(f"archived to       {out['archive']}")
 
 
 def _print_spark(out: dict) -> None:
@@ -337,6 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     sb.add_argument("--master", default=None, help="spark://host:port (default local-cluster[s,1,MB])")
     sb.add_argument("--time-limit", type=float, default=3600.0, help="seconds for the whole run")
     sb.add_argument("--out", required=True, help="run folder to create")
+    sb.add_argument("--archive", default=None,
+                    help="also write a compact copy (gzip tables, zstd event log) to this folder, e.g. data/spark/RUN")
     sb.add_argument("--json", action="store_true")
     sb.set_defaults(run=_spark_bench, show=_print_bench)
 

@@ -25,6 +25,15 @@ def use_theme() -> None:
     plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 150, "figure.autolayout": False})
 
 
+def _log_y(ax) -> None:
+    """Log y axis with plain tick labels (20, 30, 40 rather than 2 x 10^1)."""
+    ax.set_yscale("log")
+    ax.yaxis.set_minor_locator(mticker.LogLocator(base=10, subs=(2.0, 5.0)))
+    plain = mticker.FuncFormatter(lambda v, _: f"{v:g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+
+
 def _overlay(ax, x, est, ci, color, label, marker="o"):
     """Simulation estimates with their confidence intervals as error bars."""
     est = np.asarray(est, dtype=float)
@@ -239,7 +248,7 @@ def _parallelism_figure(table: pd.DataFrame, columns: dict, titles: dict, spark,
                 sd = spark[spark.utilization == u]
                 ax.plot(sd["k/s"], sd[spark_columns[quantity]], "*", color=palette[u], ms=11,
                         label=f"rho = {u}: Spark")
-        ax.set_yscale("log")
+        _log_y(ax)
         ax.set_xlabel("parallelism ratio k / s (task mean s / k)")
         ax.set_title(titles[quantity], fontsize=10)
     axes[0].set_ylabel("time (seconds with the Spark scaling)")
@@ -347,9 +356,7 @@ def fig78_spark(table: pd.DataFrame, quantile: float, bounds: pd.DataFrame | Non
             if bounds is not None and row == 0:
                 ax.plot(bounds["k/s"], bounds[f"{quantity}_bound"], "--", color="grey",
                         label="bound (GI|GI)")
-            ax.set_yscale("log")
-            ax.yaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.yaxis.set_minor_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            _log_y(ax)
             what = f"{quantile:g} quantile" if kind == "quantile" else "mean"
             ax.set_title(f"{quantity} time, {what}", fontsize=10)
             if row == 1:

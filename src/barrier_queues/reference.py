@@ -43,7 +43,7 @@ def simulate_reference(arrivals, tasks, barrier, times, servers: int, stragglers
             start = ready
             if tau > ready:
                 start = tau
-                if event_overhead:
+                if event_overhead and k > 1:   # one freed executor's own offer carries a 1-task job
                     tick = phase + math.ceil((tau - phase) / revive) * revive
                     if tick < tau:
                         tick += revive

@@ -6,8 +6,9 @@ section 2): 1- or 2-barrier, conventional or (s,k,l), hybrid (a fraction
 heterogeneous ``k`` from a pmf, any task law, Poisson or deterministic
 arrivals, and Spark's blocking overhead (``"paper"``: an iid
 ``min(U(0,R), Exp(lambda))`` added to every task, paper section IV;
-``"event"``: a blocked barrier job starts only at the next revive tick or job
-arrival).
+``"event"``: a blocked barrier job of k > 1 tasks starts only at the next
+revive tick or job arrival; a 1-task job is carried by the freed executor's
+own offer).
 
 :func:`simulate` draws the random inputs with numpy Generators (independent
 streams per replication from ``SeedSequence.spawn``), runs the compiled

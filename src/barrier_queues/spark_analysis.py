@@ -189,6 +189,25 @@ def overhead_samples(run: SparkRun) -> pd.DataFrame:
     return samples[samples.job_id.isin(run.jobs.job_id)].reset_index(drop=True)
 
 
+def executor_handoffs(run: SparkRun) -> pd.Series:
+    """Launch minus the previous task's finish on the same executor, for tasks whose job was
+    submitted before that executor freed (seconds; negative: Spark logged the launch first).
+
+    With k = 1 this is the whole blocking overhead: the freed executor's own
+    offer launches the waiting job, without a global offer.
+    """
+    tasks = run.log.tasks.sort_values("launch")
+    submission = run.log.jobs.set_index("job_id").submission
+    measured = set(run.jobs.job_id)
+    gaps = []
+    for _, d in tasks.groupby("executor"):
+        previous = d.finish.shift().to_numpy()
+        waited = submission.reindex(d.job_id).to_numpy() < previous
+        keep = waited & d.job_id.isin(measured).to_numpy()
+        gaps.append((d.launch.to_numpy() - previous)[keep])
+    return pd.Series(np.concatenate(gaps) if gaps else [], name="handoff", dtype=float)
+
+
 def overhead_tests(samples, revive: float, rate: float) -> dict:
     """KS tests of overhead samples: ``min(U(0,R), Exp(lambda))`` at Spark's R and the
     achieved lambda, the same at the maximum-likelihood ``(R, lambda)``, and plain ``U(0, R)``."""
@@ -234,9 +253,10 @@ def sync_delay_tests(delays: pd.DataFrame, poll: float = BARRIER_POLL) -> dict:
     last arrival, the last task at once. *Spark's code*: every task is
     released ``poll - (lag mod poll)`` after the last arrival (the last one
     ``poll`` after it). Reports the KS test of the non-last excess against
-    ``U(0, poll)``, the last task's mean excess (paper: 0, code: ``poll``),
-    and the residuals of the code's prediction (median, 2.5-97.5 % range,
-    share within 50 ms).
+    ``U(0, poll)``, the last task's mean excess (paper: 0, code: ``poll``)
+    and the share of last tasks released at once (within 50 ms: the
+    coordinator's reply beat the loop's first check), and the residuals of
+    the code's prediction (median, 2.5-97.5 % range, share within 50 ms).
     """
     if delays.empty:
         raise ParameterError("delays must come from a run with sync points (--sync-points >= 1)")
@@ -247,6 +267,7 @@ def sync_delay_tests(delays: pd.DataFrame, poll: float = BARRIER_POLL) -> dict:
     return {"barriers": int(delays.groupby(["tag", "sync"]).ngroups), "tasks": int(len(delays)),
             "paper_uniform_ks_statistic": float(res.statistic), "paper_uniform_ks_pvalue": float(res.pvalue),
             "last_task_mean_excess": float(last.excess.mean()),
+            "last_task_at_once": float(np.mean(last.excess < 0.05)),
             "last_task_excess_ci": _batch_interval(last.excess.to_numpy(), min(10, len(last))),
             "code_residual_median": float(np.median(resid)),
             "code_residual_range_95": [float(np.quantile(resid, 0.025)), float(np.quantile(resid, 0.975))],
@@ -264,6 +285,8 @@ def run_summary(run: SparkRun, quantile: float = 0.99) -> dict:
            "servers": run.executors, "tasks": run.tasks_per_job, "task_mean": run.task_mean,
            "arrival_rate": run.arrival_rate, "achieved_arrival_rate": rate, "jobs": int(len(jobs)),
            "failed_jobs": int((run.metadata.get("submitted") or len(jobs)) - len(jobs)),
+           "submission_lag_median": float((jobs.arrival - jobs.planned).median()),
+           "submission_lag_max": float((jobs.arrival - jobs.planned).max()),
            "offered_utilization": run.arrival_rate * run.tasks_per_job * run.task_mean / run.executors,
            "achieved_utilization": float(run.tasks.sleep.sum()) / (run.executors * window),
            "busy_utilization": busy / (run.executors * window)}
@@ -378,9 +401,11 @@ def replay(run: SparkRun, model: str = "plain", task_cost: float = 0.0, phase: f
     * ``"plain"``: a job starts when it is at the head and ``k`` workers are free;
     * ``"paper"``: as plain, every task's service lengthened by an iid
       ``min(U(0, R), Exp(lambda))`` (the paper's simulation, eq. 40);
-    * ``"event"``: a job that finds fewer than ``k`` free workers starts only at
-      the next global offer: the revive tick (``phase`` + multiples of ``R``;
-      default :func:`revive_phase`) or the next job arrival, whichever is first.
+    * ``"event"``: a job of ``k > 1`` tasks that finds fewer than ``k`` free
+      workers starts only at the next global offer: the revive tick
+      (``phase`` + multiples of ``R``; default :func:`revive_phase`) or the
+      next job arrival, whichever is first (a 1-task job starts when a worker
+      frees: that executor's own offer carries it).
 
     ``task_cost`` (seconds) is added to every task (e.g. the measured median
     of Spark's per-task cost beyond the sleep). Columns: ``tag, arrival,
@@ -405,9 +430,9 @@ def replay(run: SparkRun, model: str = "plain", task_cost: float = 0.0, phase: f
         head = max(arrivals[j], previous)
         order = np.argsort(free, kind="stable")
         ready = free[order[k - 1]]
-        if model == "event" and ready > head:
+        if model == "event" and ready > head and k > 1:    # one freed executor's offer carries k = 1
             tick = phase + np.ceil((ready - phase) / r_int) * r_int
-            later = np.searchsorted(arrivals, ready, side="right")
+            later = np.searchsorted(arrivals, ready, side="left")
             start = min(tick, arrivals[later] if later < len(arrivals) else np.inf)
         else:
             start = max(head, ready)
@@ -463,6 +488,6 @@ def best_match(table: pd.DataFrame, metrics=("mean_waiting", "mean_sojourn", "wa
 
 
 __all__ = ["BARRIER_POLL", "REPLAY_MODELS", "SparkRun", "best_match", "compare_with_simulation", "discover_runs",
-           "load_run", "overhead_samples", "overhead_tests", "python_startup", "quantile_interval", "replay",
-           "replay_comparison", "revive_phase", "run_summary", "simulation_configs", "sync_delay_tests",
-           "sync_delays"]
+           "executor_handoffs", "load_run", "overhead_samples", "overhead_tests", "python_startup",
+           "quantile_interval", "replay", "replay_comparison", "revive_phase", "run_summary", "simulation_configs",
+           "sync_delay_tests", "sync_delays"]

@@ -110,6 +110,30 @@ def java_version() -> int:
     return major
 
 
+def check_master_reachable(master: str, timeout: float = 5.0) -> None:
+    """For a ``spark://host:port[,host:port]`` master, fail fast unless one of its hosts accepts a connection.
+
+    Spark itself would retry the registration for about a minute and then
+    stop the context with a Java stack trace; this gives one clear message.
+    """
+    import socket
+
+    if not master.startswith("spark://"):
+        return
+    reasons = []
+    for address in master[len("spark://"):].split(","):
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise ParameterError(f"master must be 'spark://host:port' (got {master!r})")
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+            return
+        except OSError as exc:
+            reasons.append(f"{address}: {exc.strerror or type(exc).__name__}")
+    raise ParameterError(f"master must be reachable: nothing accepted a connection at {master} "
+                         f"({'; '.join(reasons)}); is the standalone master running?")
+
+
 def _spark_home(run_dir: Path) -> Path:
     """A private Spark home: links to the package's bin/jars/python, our own conf/ and work/."""
     import pyspark
@@ -201,13 +225,14 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
     spark = None
     t_begin = time.time()
     try:
+        check_master_reachable(config.spark_master)
         import warnings
 
         with warnings.catch_warnings():   # pyspark's pandas-version notice: the RDD API needs no pandas
             warnings.simplefilter("ignore", FutureWarning)
             from pyspark.sql import SparkSession
 
-        spark = (SparkSession.builder.master(config.spark_master).appName("barrier-queues-bench")
+        builder = (SparkSession.builder.master(config.spark_master).appName("barrier-queues-bench")
                  .config("spark.executor.memory", f"{config.executor_memory_mb}m")
                  .config("spark.executor.cores", "1").config("spark.cores.max", str(config.executors))
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
@@ -220,8 +245,12 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
                  .config("spark.scheduler.revive.interval", f"{int(config.revive_interval * 1000)}ms")
                  .config("spark.scheduler.mode", "FIFO").config("spark.speculation", "false")
                  .config("spark.dynamicAllocation.enabled", "false").config("spark.locality.wait", "0")
-                 .config("spark.scheduler.minRegisteredResourcesRatio", "1.0")
-                 .getOrCreate())
+                 .config("spark.scheduler.minRegisteredResourcesRatio", "1.0"))
+        try:
+            spark = builder.getOrCreate()
+        except Exception as exc:            # Py4J wraps the JVM's error: keep its first line only
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ParameterError(f"Spark must start on {config.spark_master}: {first}") from None
         sc = spark.sparkContext
         deadline = time.time() + config.registration_timeout
         while sc._jsc.sc().getExecutorIds().size() < config.executors:
@@ -363,4 +392,4 @@ def archive_run(run_dir, dest) -> Path:
     return dst
 
 
-__all__ = ["SparkBenchConfig", "archive_run", "java_version", "run_spark_bench"]
+__all__ = ["SparkBenchConfig", "archive_run", "check_master_reachable", "java_version", "run_spark_bench"]
