@@ -337,32 +337,40 @@ def fig78_spark(table: pd.DataFrame, quantile: float, bounds: pd.DataFrame | Non
 
     ``table`` is :func:`barrier_queues.spark_analysis.compare_with_simulation`
     (sources ``Spark``, ``plain``, ``paper overhead``, ``event overhead``,
-    each with 95 % intervals); ``bounds`` (optional) has ``k/s,
-    sojourn_bound, waiting_bound`` for the quantile panels.
+    each with 95 % intervals; one line style per ``utilization``);
+    ``bounds`` (optional) has ``utilization, k/s, sojourn_bound,
+    waiting_bound`` for the quantile panels.
     """
     fig, axes = plt.subplots(2, 2, figsize=(12, 8.5), sharex=True)
     palette = sns.color_palette()
     sources = [("Spark", palette[3], "*", 0.0), ("plain", palette[0], "o", -0.012),
                ("paper overhead", palette[1], "s", 0.012), ("event overhead", palette[2], "^", 0.024)]
+    utils = sorted(table.utilization.unique())
+    styles = dict(zip(utils, ["--", "-", ":", "-."], strict=False))
     for row, (kind, prefix, suffix) in enumerate((("quantile", "", "_q"), ("mean", "mean_", ""))):
         for col, quantity in enumerate(("sojourn", "waiting")):
             ax = axes[row, col]
             name = f"{prefix}{quantity}{suffix}"
-            for source, color, marker, dx in sources:
-                d = table[table.source == source].sort_values("k/s")
-                label = "real Spark" if source == "Spark" else f"simulation, {source}"
-                _overlay(ax, d["k/s"] + dx, d[name], d[f"{name}_ci"], color, label, marker)
-                ax.plot(d["k/s"] + dx, d[name], "-", color=color, lw=0.8, alpha=0.5)
-            if bounds is not None and row == 0:
-                ax.plot(bounds["k/s"], bounds[f"{quantity}_bound"], "--", color="grey",
-                        label="bound (GI|GI)")
+            for u in utils:
+                for source, color, marker, dx in sources:
+                    d = table[(table.source == source) & (table.utilization == u)].sort_values("k/s")
+                    label = ("real Spark" if source == "Spark" else f"simulation, {source}") if u == utils[-1] else None
+                    _overlay(ax, d["k/s"] + dx, d[name], d[f"{name}_ci"], color, label, marker)
+                    ax.plot(d["k/s"] + dx, d[name], styles[u], color=color, lw=0.9, alpha=0.6)
+                if bounds is not None and row == 0:
+                    b = bounds[bounds.utilization == u] if "utilization" in bounds else bounds
+                    ax.plot(b["k/s"], b[f"{quantity}_bound"], styles[u], color="grey", lw=1.5,
+                            label=f"bound (GI|GI), rho = {u:g}")
+            if len(utils) > 1:
+                for u in utils:
+                    ax.plot([], [], styles[u], color="black", lw=0.9, label=f"rho = {u:g}" if row + col == 0 else None)
             _log_y(ax)
             what = f"{quantile:g} quantile" if kind == "quantile" else "mean"
             ax.set_title(f"{quantity} time, {what}", fontsize=10)
             if row == 1:
                 ax.set_xlabel("parallelism ratio k / s (task mean s / k seconds)")
         axes[row, 0].set_ylabel("seconds")
-    axes[0, 0].legend(fontsize=8)
+    axes[0, 0].legend(fontsize=7, ncol=2)
     fig.suptitle(f"Figs. 7-8 with real Spark{': ' + title if title else ''}")
     fig.tight_layout()
     return fig

@@ -366,7 +366,7 @@ def compare_with_simulation(runs: list[SparkRun], jobs: int = 200_000, replicati
     table.insert(1, "servers", [r.executors for r in table["_run"]])
     table.insert(2, "tasks", [r.tasks_per_job for r in table["_run"]])
     table.insert(3, "k/s", table.tasks / table.servers)
-    table.insert(4, "utilization", [r.arrival_rate * r.tasks_per_job * r.task_mean / r.executors
+    table.insert(4, "utilization", [round(r.arrival_rate * r.tasks_per_job * r.task_mean / r.executors, 6)
                                     for r in table["_run"]])
     return table.drop(columns="_run").sort_values(["run", "source"]).reset_index(drop=True)
 
