@@ -167,7 +167,7 @@ def _print_plan(out: dict) -> None:
 
 def _spark_analyze(args) -> dict:
     from .eventlog import blocking_overhead, parse_event_log
-    from .overhead import OverheadModel, fit_overhead, ks_test
+    from .spark_analysis import overhead_tests
 
     tables = parse_event_log(args.event_log, key_property=args.key_property)
     jobs = tables.jobs.sort_values("submission")
@@ -189,12 +189,11 @@ def _spark_analyze(args) -> dict:
            "overhead_samples": [float(x) for x in samples.overhead], "revive": args.revive,
            "ks_statistic": None, "ks_pvalue": None}
     if len(samples) >= 2 and rate:
-        ks = ks_test(samples.overhead, OverheadModel(args.revive, rate))
-        fit = fit_overhead(samples.overhead)
-        out.update(ks_statistic=ks["ks_statistic"], ks_pvalue=ks["ks_pvalue"],
-                   model_mean=OverheadModel(args.revive, rate).mean(),
-                   mle_revive=fit.revive, mle_rate=fit.rate,
-                   mle_ks_pvalue=ks_test(samples.overhead, fit)["ks_pvalue"])
+        tests = overhead_tests(samples.overhead, args.revive, rate)
+        out.update(ks_statistic=tests["model"]["ks_statistic"], ks_pvalue=tests["model"]["ks_pvalue"],
+                   model_mean=tests["model_mean"], mle_revive=tests["mle"]["revive"],
+                   mle_rate=tests["mle"]["rate"], mle_ks_pvalue=tests["mle"]["ks_pvalue"],
+                   uniform_ks_pvalue=tests["uniform"]["ks_pvalue"])
     if args.jobs_csv:
         tables.jobs.to_csv(args.jobs_csv, index=False)
         out["jobs_csv"] = args.jobs_csv

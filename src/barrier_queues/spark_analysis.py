@@ -165,12 +165,12 @@ def _batch_interval(x: np.ndarray, batches: int = 10, level: float = 0.95) -> li
 
     Fewer batches when there are fewer than two values per batch; NaN below 4 values.
     """
+    from .simulate import _t_interval
+
     batches = min(batches, len(x) // 2)
     if batches < 2:
         return [float("nan"), float("nan")]
-    means = np.array([b.mean() for b in np.array_split(np.asarray(x, dtype=float), batches)])
-    half = stats.t.ppf(0.5 + level / 2, batches - 1) * means.std(ddof=1) / np.sqrt(batches)
-    return [float(means.mean() - half), float(means.mean() + half)]
+    return _t_interval([b.mean() for b in np.array_split(np.asarray(x, dtype=float), batches)], level)
 
 
 def quantile_interval(x, q: float, level: float = 0.95) -> list[float]:
