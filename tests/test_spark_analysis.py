@@ -161,14 +161,20 @@ def test_compare_with_simulation_orders_the_models(run):
     assert set(best.closest) <= {"plain", "paper overhead", "event overhead"}
 
 
-def test_archive_is_reproducible_and_loads_the_same(tmp_path, run):
-    raw = tmp_path / "raw"
-    (raw / "eventlog").mkdir(parents=True)
-    shutil.copy(RUN / "metadata.json", raw)
+def _raw_run(folder: Path) -> Path:
+    """The committed archive unpacked into the harness's raw form (plain CSVs and event log)."""
+    (folder / "eventlog").mkdir(parents=True)
+    shutil.copy(RUN / "metadata.json", folder)
     for name in ("arrivals", "tasks"):
-        (raw / f"{name}.csv").write_bytes(gzip.decompress((RUN / f"{name}.csv.gz").read_bytes()))
+        (folder / f"{name}.csv").write_bytes(gzip.decompress((RUN / f"{name}.csv.gz").read_bytes()))
     log = next((RUN / "eventlog").glob("*.zstd"))
-    (raw / "eventlog" / log.stem).write_bytes(zstandard.ZstdDecompressor().decompress(log.read_bytes()))
+    (folder / "eventlog" / log.stem).write_bytes(zstandard.ZstdDecompressor().decompress(log.read_bytes()))
+    return folder
+
+
+def test_archive_is_reproducible_and_loads_the_same(tmp_path, run):
+    raw = _raw_run(tmp_path / "raw")
+    log = next((RUN / "eventlog").glob("*.zstd"))
     a, b = archive_run(raw, tmp_path / "a"), archive_run(raw, tmp_path / "b")
     for f in ("arrivals.csv.gz", "tasks.csv.gz", f"eventlog/{log.name}"):
         assert (a / f).read_bytes() == (b / f).read_bytes()
@@ -267,3 +273,67 @@ def test_executor_handoffs_against_a_plain_loop(run):
             if sub[after["job_id"]] < before["finish"] and after["job_id"] in measured:
                 expected.append(after["launch"] - before["finish"])
     assert np.allclose(gaps, sorted(expected)) and len(gaps) > 0
+
+
+def test_task_cost_and_serving_check_against_the_raw_files(run):
+    """Spark's duration minus the function's own, and the serving check, from the raw log and CSVs."""
+    events = _raw_events()
+    props = {e["Job ID"]: e["Properties"]["bq.job"] for e in events if e["Event"] == "SparkListenerJobStart"}
+    stage_job = {s: e["Job ID"] for e in events if e["Event"] == "SparkListenerJobStart" for s in e["Stage IDs"]}
+    spark = {(props[stage_job[e["Stage ID"]]], e["Task Info"]["Index"]):
+             (e["Task Info"]["Finish Time"] - e["Task Info"]["Launch Time"]) / 1000
+             for e in events if e["Event"] == "SparkListenerTaskEnd"}
+    expected = sorted(spark[(r["tag"], int(r["partition"]))] - (float(r["end"]) - float(r["start"]))
+                      for r in _raw_csv("tasks") if not r["tag"].startswith("warmup"))
+    assert np.allclose(sorted(sa.task_cost(run)), expected, atol=1e-6) and len(expected) == 16
+    check = sa.serving_check(run)
+    lags = [float(r["submitted"]) - float(r["planned"]) for r in _raw_csv("arrivals") if r["warmup"] == "False"]
+    assert check["submission_lag_max"] == pytest.approx(max(lags), abs=1e-9)
+    assert check["task_cost_median"] == pytest.approx(np.median(expected), abs=1e-9)
+    assert check["cores"] == run.metadata["cores"] and check["executors"] == 2
+    # this run predates the sampled load: the 1-minute value at its end, per core
+    assert check["load_per_core"] == pytest.approx(run.metadata["loadavg_1_5_15min"][0] / run.metadata["cores"])
+    assert check["load_source"] == "1-minute value at the end"
+    assert check["honest"] and check["problems"] == []
+    strict = sa.serving_check(run, {"python_startup_median": 0.001, "submission_lag_max": 1e-6})
+    assert not strict["honest"] and len(strict["problems"]) == 2
+    assert strict["problems"][0].startswith("largest submission lag behind the planned Poisson arrival ")
+    assert strict["problems"][0].endswith(" s exceeds 1e-06 s")
+    assert strict["problems"][1].startswith("median Python start-up per task ")
+
+
+def test_serving_check_uses_the_load_sampled_during_the_run(run):
+    sampled = sa.SparkRun(run.path, {**run.metadata, "cores": 2, "loadavg_1min": {"mean": 5.0, "max": 7.0}},
+                          run.jobs, run.tasks, run.harness_tasks, run.log)
+    check = sa.serving_check(sampled)
+    assert check["load_per_core"] == 2.5 and check["load_source"] == "mean of 1-minute samples during the run"
+    assert check["problems"] == ["load average per core (mean of 1-minute samples during the run) 2.5 exceeds 1.5"]
+    assert check["cpu_busy"] is None           # not recorded by this run: not checked
+    busy = sa.SparkRun(run.path, {**run.metadata, "cpu_busy": 0.93}, run.jobs, run.tasks, run.harness_tasks,
+                       run.log)
+    assert sa.serving_check(busy)["problems"] == ["busy share of the machine's CPU time during the run 0.93 "
+                                                  "exceeds 0.8"]
+
+
+def test_record_serving_check_adds_one_key_and_never_loses_data(tmp_path):
+    folder = tmp_path / "run"
+    shutil.copytree(RUN, folder)
+    before = json.loads((folder / "metadata.json").read_text())
+    check = sa.record_serving_check(folder, assessed="in a test")
+    after = json.loads((folder / "metadata.json").read_text())
+    assert after.pop("serving") == check and after == before and check["assessed"] == "in a test"
+    # a run the analysis cannot read gets an error entry; its files stay as they were
+    (folder / "tasks.csv.gz").rename(folder / "kept.csv.gz")
+    broken = sa.record_serving_check(folder)
+    assert broken["error"].startswith("ParameterError: run folder") and (folder / "kept.csv.gz").exists()
+    assert {k: v for k, v in json.loads((folder / "metadata.json").read_text()).items() if k != "serving"} == before
+
+
+def test_archive_never_overwrites(tmp_path):
+    raw, dest = _raw_run(tmp_path / "raw"), tmp_path / "kept"
+    archive_run(raw, dest)
+    first = {p: p.read_bytes() for p in dest.rglob("*") if p.is_file()}
+    with pytest.raises(ParameterError, match=r"dest must be a new or empty folder, so that no measured data is "
+                                             r"overwritten \('.*kept' already holds a run; choose another folder\)"):
+        archive_run(raw, dest)
+    assert {p: p.read_bytes() for p in dest.rglob("*") if p.is_file()} == first

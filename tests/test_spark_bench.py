@@ -1,6 +1,7 @@
 """A real Spark smoke test: a handful of barrier jobs on local-cluster, end to end through the parser."""
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -26,6 +27,14 @@ def test_real_spark_run_end_to_end(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     meta = json.loads(run.stdout)
     assert meta["status"] == "complete" and meta["submitted"] == 6 and meta["spark"] == "4.3.0"
+    # the machine's load was sampled during the run, and the serving check was recorded at its end
+    assert meta["loadavg_1min"]["samples"] >= 1 and meta["loadavg_1min"]["max"] >= meta["loadavg_1min"]["mean"]
+    assert 0 < meta["cpu_busy"] <= 1 and len(meta["loadavg_at_start"]) == 3
+    serving = meta["serving"]
+    assert serving["assessed"] == "at the end of the run" and serving["executors"] == 2
+    assert serving["load_source"] == "mean of 1-minute samples during the run"
+    assert isinstance(serving["honest"], bool) and serving["honest"] == (serving["problems"] == [])
+    assert json.loads((out / "metadata.json").read_text())["serving"] == serving
     arrivals = (out / "arrivals.csv").read_text().splitlines()
     assert len(arrivals) == 1 + 2 + 6 and all(line.endswith(",ok") for line in arrivals[1:])
     log = next((out / "eventlog").iterdir())
@@ -91,3 +100,42 @@ def test_unreachable_master_is_a_clear_error_and_keeps_the_metadata(tmp_path):
     with pytest.raises(ParameterError, match="127.0.0.1:9: .*127.0.0.1:10: "):
         check_master_reachable("spark://127.0.0.1:9,127.0.0.1:10")
     check_master_reachable("local-cluster[2,1,1024]")      # nothing to check for the embedded cluster
+
+
+def test_a_run_never_overwrites_an_earlier_one(tmp_path):
+    """An --out or --archive folder that holds data is refused before Spark starts; its files stay as they were."""
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    (earlier / "metadata.json").write_text('{"status": "complete"}')
+    (earlier / "arrivals.csv").write_text("tag,warmup,planned,submitted,completed,status\n0,False,1,1,2,ok\n")
+    before = {p.name: p.read_bytes() for p in earlier.iterdir()}
+    with pytest.raises(ParameterError) as info:
+        run_spark_bench(SparkBenchConfig(executors=2, tasks=2, jobs=2), earlier, progress=False)
+    assert str(info.value) == (f"out_dir must be a new or empty folder, so that no measured data is overwritten "
+                               f"({str(earlier)!r} already holds a run; choose another folder)")
+    assert {p.name: p.read_bytes() for p in earlier.iterdir()} == before
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    started = time.time()
+    for flags in (["--out", str(other)], ["--out", str(tmp_path / "new"), "--archive", str(earlier)]):
+        cli = subprocess.run([sys.executable, "-m", "barrier_queues.cli", "spark-bench", "-s", "2", "-k", "2",
+                              "--arrival-rate", "0.5", "--jobs", "2", *flags],
+                             capture_output=True, text=True, timeout=60)
+        assert cli.returncode == 2 and cli.stderr.count("\n") == 1
+    assert time.time() - started < 30 and not (tmp_path / "new").exists()
+    assert "barrier-queues: error: --archive must be a new or empty folder" in cli.stderr
+    assert (other / "notes.txt").read_text() == "mine" and {p.name: p.read_bytes() for p in earlier.iterdir()} == before
+
+
+def test_load_sampler_measures_a_busy_core():
+    """One core spinning for a second is at least 1/cores of the machine's CPU time (Linux /proc/stat)."""
+    from barrier_queues.spark_bench import _LoadSampler
+
+    sampler = _LoadSampler(interval=0.2)
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < 1.0:
+        pass
+    out = sampler.stop()
+    assert out["loadavg_1min"]["samples"] >= 3
+    assert 0.9 / os.cpu_count() <= out["cpu_busy"] <= 1.0

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -201,8 +202,11 @@ def _spark_analyze(args) -> dict:
 
 
 def _spark_bench(args) -> dict:
-    from .spark_bench import SparkBenchConfig, archive_run, run_spark_bench
+    from .spark_bench import SparkBenchConfig, _check_new_folder, archive_run, run_spark_bench
 
+    _check_new_folder("--out", Path(args.out))          # before a run of many minutes, not after it
+    if args.archive:
+        _check_new_folder("--archive", Path(args.archive))
     config = SparkBenchConfig(executors=args.executors, tasks=args.tasks, arrival_rate=args.arrival_rate,
                               jobs=args.jobs, warmup_jobs=args.warmup_jobs, task_mean=args.task_mean,
                               sync_points=args.sync_points, revive_interval=args.revive, seed=args.seed,
@@ -220,6 +224,13 @@ def _print_bench(out: dict) -> None:
     print(f"Spark {out['spark']}, Java {out['java']}, Python {out['python']}, master {out['master']}")
     print(f"submitted         {out.get('submitted')} jobs at {out.get('achieved_arrival_rate') or 0:.4g}/s "
           f"(offered utilization {out.get('offered_utilization') or 0:.3g}); total {out['total_seconds']:.1f} s")
+    serving = out.get("serving") or {}
+    if "honest" in serving:
+        print(f"served honestly   {'yes' if serving['honest'] else 'no: ' + '; '.join(serving['problems'])} "
+              f"(s = {serving['executors']} executors on {serving['cores']} cores; Python start-up median "
+              f"{1000 * serving['python_startup_median']:.0f} ms)")
+    elif serving:
+        print(f"served honestly   not assessed ({serving.get('error')})")
     print(f"analyse with      barrier-queues spark-analyze {out['run_dir']}/eventlog/* "
           f"--skip-jobs {out['config']['warmup_jobs']}")
     if out.get("archive"):

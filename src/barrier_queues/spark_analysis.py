@@ -15,7 +15,10 @@ What is measured per run (:func:`run_summary`):
 * the utilization actually achieved (task sleep over executor time) next to
   the offered ``rho = lambda k E[task] / s``;
 * the hidden per-task cost of starting the Python function (harness start
-  time minus Spark's launch time), :func:`python_startup`;
+  time minus Spark's launch time), :func:`python_startup`, and Spark's whole
+  cost per task beyond the function's own time, :func:`task_cost`;
+* whether the machine served the run honestly (:func:`serving_check`, which
+  the harness records in the run's metadata);
 * the blocking-overhead samples (:func:`barrier_queues.eventlog.blocking_overhead`)
   against ``min(U(0, R), Exp(lambda))`` (eqs. 41-42): KS test at Spark's
   configured ``R`` and the achieved ``lambda``, the maximum-likelihood fit,
@@ -158,6 +161,97 @@ def load_run(path) -> SparkRun:
 def python_startup(run: SparkRun) -> pd.Series:
     """Seconds from Spark's task launch to the start of the Python function, per task."""
     return run.tasks.startup.dropna().rename("startup")
+
+
+def task_cost(run: SparkRun) -> pd.Series:
+    """Spark's time per task beyond the Python function's own (seconds): ``(finish - launch) - (end - start)``.
+
+    The hidden cost of running a task: Python worker start-up, deserialisation,
+    returning the result; it excludes the sleep and any ``barrier()`` waits,
+    which the function's own start and end times enclose.
+    """
+    t = run.tasks
+    return ((t.finish - t.launch) - (t.end - t.start)).dropna().rename("task_cost")
+
+
+#: What counts as a run this machine served honestly (:func:`serving_check`); seconds unless stated.
+SERVING_LIMITS = {
+    # the driver kept the Poisson timing: every job submitted within 100 ms of its planned arrival
+    "submission_lag_max": 0.1,
+    # Python start-up per task at most twice the uncontended median on Spark 4.3.0 (SPARK.md: 73 ms)
+    "python_startup_median": 0.15,
+    # Spark's per-task cost beyond the function's own time, median
+    "task_cost_median": 0.2,
+    # runnable threads per core: the 1-minute load average over the run, per core
+    "load_per_core": 1.5,
+    # share of all cores' time the machine was busy during the measured jobs (where recorded)
+    "cpu_busy": 0.8,
+}
+
+
+def serving_check(run: SparkRun, limits: dict | None = None) -> dict:
+    """Could the machine serve this run honestly? Its measured costs against :data:`SERVING_LIMITS`.
+
+    The tasks only sleep, so a small machine can host more single-core
+    executors than it has cores, up to the point where the JVMs and Python
+    workers compete for the CPU: then submissions fall behind their Poisson
+    times, Python start-up and Spark's per-task cost grow, and the measured
+    waiting times include CPU contention that a cluster of real single-core
+    executors would not have. Returns the measurements, the limits, a list of
+    ``problems`` (one sentence each, naming the measured value and its limit)
+    and ``honest`` (no problems). ``cpu_busy`` (the share of all cores' time
+    the machine was busy while the measured jobs ran, from ``/proc/stat``) is
+    checked where the harness recorded it (None otherwise). The load average
+    is the harness's samples during the run (``loadavg_1min``) where
+    recorded, else the 1-minute value at its end; ``load_at_start_per_core``
+    (where recorded) shows a machine that was already busy before the run,
+    which the 1-minute average carries into the run's first minutes.
+    """
+    limits = {**SERVING_LIMITS, **(limits or {})}
+    meta = run.metadata
+    cores = int(meta.get("cores") or 1)
+    lag = (run.jobs.arrival - run.jobs.planned).to_numpy()
+    start, cost = python_startup(run), task_cost(run)
+    during = meta.get("loadavg_1min")
+    load, load_source = ((float(during["mean"]), "mean of 1-minute samples during the run") if during
+                         else (float(meta.get("loadavg_1_5_15min", [np.nan])[0]), "1-minute value at the end"))
+    measured = {"submission_lag_max": float(lag.max()), "python_startup_median": float(start.median()),
+                "task_cost_median": float(cost.median()), "load_per_core": load / cores,
+                "cpu_busy": meta.get("cpu_busy")}
+    what = {"submission_lag_max": "largest submission lag behind the planned Poisson arrival",
+            "python_startup_median": "median Python start-up per task",
+            "task_cost_median": "median Spark cost per task beyond the function's own time",
+            "load_per_core": f"load average per core ({load_source})",
+            "cpu_busy": "busy share of the machine's CPU time during the run"}
+    unit = {"submission_lag_max": " s", "python_startup_median": " s", "task_cost_median": " s"}
+    problems = [f"{what[k]} {v:.3g}{unit.get(k, '')} exceeds {limits[k]:g}{unit.get(k, '')}"
+                for k, v in measured.items() if v is not None and not v <= limits[k]]
+    at_start = meta.get("loadavg_at_start")
+    return {"cores": cores, "executors": run.executors, "executors_per_core": run.executors / cores,
+            **measured, "load_at_start_per_core": at_start[0] / cores if at_start else None,
+            "submission_lag_median": float(np.median(lag)),
+            "python_startup_p90": float(start.quantile(0.9)), "task_cost_p90": float(cost.quantile(0.9)),
+            "load_source": load_source, "limits": limits, "problems": problems, "honest": not problems}
+
+
+def record_serving_check(path, assessed: str = "at the end of the run") -> dict:
+    """Add :func:`serving_check` of a run folder to its ``metadata.json`` (key ``serving``); returns it.
+
+    Only the ``serving`` key is written; every other field stays as it was.
+    A run that cannot be analysed (too few jobs, a log cut short by the time
+    limit) gets ``{"error": ...}`` instead, so the run's data are never lost.
+    """
+    folder = Path(path)
+    meta_path = folder / "metadata.json"
+    try:
+        check = serving_check(load_run(folder))
+    except (ParameterError, ValueError, KeyError, IndexError) as exc:
+        check = {"error": f"{type(exc).__name__}: {exc}"}
+    check["assessed"] = assessed
+    meta = json.loads(meta_path.read_text())
+    meta["serving"] = check
+    meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+    return check
 
 
 def _batch_interval(x: np.ndarray, batches: int = 10, level: float = 0.95) -> list[float]:
@@ -487,7 +581,7 @@ def best_match(table: pd.DataFrame, metrics=("mean_waiting", "mean_sojourn", "wa
     return pd.DataFrame(rows)
 
 
-__all__ = ["BARRIER_POLL", "REPLAY_MODELS", "SparkRun", "best_match", "compare_with_simulation", "discover_runs",
-           "executor_handoffs", "load_run", "overhead_samples", "overhead_tests", "python_startup",
-           "quantile_interval", "replay", "replay_comparison", "revive_phase", "run_summary", "simulation_configs",
-           "sync_delay_tests", "sync_delays"]
+__all__ = ["BARRIER_POLL", "REPLAY_MODELS", "SERVING_LIMITS", "SparkRun", "best_match", "compare_with_simulation",
+           "discover_runs", "executor_handoffs", "load_run", "overhead_samples", "overhead_tests", "python_startup",
+           "quantile_interval", "record_serving_check", "replay", "replay_comparison", "revive_phase", "run_summary",
+           "serving_check", "simulation_configs", "sync_delay_tests", "sync_delays", "task_cost"]

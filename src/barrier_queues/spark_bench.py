@@ -134,6 +134,15 @@ def check_master_reachable(master: str, timeout: float = 5.0) -> None:
                          f"({'; '.join(reasons)}); is the standalone master running?")
 
 
+def _check_new_folder(name: str, folder: Path) -> None:
+    """Refuse a folder that exists and is not empty: a run or archive never overwrites measured data."""
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        what = "a file" if not folder.is_dir() else ("a run" if (folder / "metadata.json").exists()
+                                                     else "other files")
+        raise ParameterError(f"{name} must be a new or empty folder, so that no measured data is overwritten "
+                             f"({str(folder)!r} already holds {what}; choose another folder)")
+
+
 def _spark_home(run_dir: Path) -> Path:
     """A private Spark home: links to the package's bin/jars/python, our own conf/ and work/."""
     import pyspark
@@ -172,6 +181,46 @@ def _task(job: int, seed: int, mean: float, sync_points: int):
     return work
 
 
+def _cpu_times() -> tuple[float, float] | None:
+    """(busy, total) CPU time of the whole machine in clock ticks, from ``/proc/stat``; None off Linux."""
+    try:
+        fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)          # idle + iowait
+    return sum(fields[:8]) - idle, sum(fields[:8])                      # guest time is inside user time
+
+
+class _LoadSampler:
+    """Samples the 1-minute load average every ``interval`` seconds in a daemon thread, and measures the
+    machine's busy CPU share over the whole window (exact, where the load average is smoothed over a minute)."""
+
+    def __init__(self, interval: float = 5.0):
+        self.interval, self.samples = interval, []
+        self._cpu = _cpu_times()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while True:
+            self.samples.append(os.getloadavg()[0])
+            if self._stop.wait(self.interval):
+                return
+
+    def stop(self) -> dict:
+        """``loadavg_1min`` (mean, max, samples) and ``cpu_busy`` (share of all cores' time, or None)."""
+        self._stop.set()
+        self._thread.join()
+        end = _cpu_times()
+        busy = None
+        if self._cpu is not None and end is not None and end[1] > self._cpu[1]:
+            busy = (end[0] - self._cpu[0]) / (end[1] - self._cpu[1])
+        return {"loadavg_1min": {"mean": float(np.mean(self.samples)), "max": float(np.max(self.samples)),
+                                 "samples": len(self.samples), "interval_seconds": self.interval},
+                "cpu_busy": busy}
+
+
 class _Recorder:
     """Appends rows to CSV files as they come, so a crash keeps what was measured."""
 
@@ -194,25 +243,32 @@ class _Recorder:
 def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) -> Path:
     """Run the benchmark; returns the run folder.
 
+    ``out_dir`` must be new or empty (measured data is never overwritten).
     The folder holds ``metadata.json`` (versions, parameters, machine, what
-    was achieved), ``arrivals.csv`` (per job: tag, planned arrival, submission
-    and completion time, status), ``tasks.csv`` (per task: sleep, start, end,
-    barrier() arrival and release times) and ``eventlog/`` (Spark's log).
+    was achieved, the load average at the start and sampled during the run
+    and, under ``serving``,
+    :func:`~barrier_queues.spark_analysis.serving_check`: whether this machine
+    served the run honestly), ``arrivals.csv`` (per job: tag, planned arrival,
+    submission and completion time, status), ``tasks.csv`` (per task: sleep,
+    start, end, barrier() arrival and release times) and ``eventlog/``
+    (Spark's log).
     """
+    run_dir = Path(out_dir)
+    _check_new_folder("out_dir", run_dir)
     java = java_version()
     try:
         import pyspark
     except ImportError:
         raise ParameterError("pyspark must be installed for the Spark benchmark "
                              "(pip install pyspark)") from None
-    run_dir = Path(out_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "eventlog").mkdir(exist_ok=True)
     home = _spark_home(run_dir)
     meta = {"config": asdict(config), "master": config.spark_master, "task_mean": config.mean_task,
             "spark": pyspark.__version__, "java": java, "python": platform.python_version(),
             "machine": platform.machine(), "cores": os.cpu_count(),
-            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "status": "running"}
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "status": "running",
+            "loadavg_at_start": list(os.getloadavg())}   # a busy machine before the run shows here
     (run_dir / "metadata.json").write_text(json.dumps(meta, indent=2))
     env = {"SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
@@ -223,6 +279,7 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
     tasks = _Recorder(run_dir / "tasks.csv",
                       ["tag", "partition", "sleep", "start", "end", "sync_arrive", "sync_release"])
     spark = None
+    sampler = None
     t_begin = time.time()
     try:
         check_master_reachable(config.spark_master)
@@ -282,6 +339,7 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
             run_job(f"warmup-{i}", -1 - i, True, time.time())
         rng = np.random.default_rng(config.seed)
         gaps = rng.exponential(1.0 / config.arrival_rate, config.jobs)
+        sampler = _LoadSampler()
         threads = []
         start = time.time()
         limit = t_begin + config.time_limit
@@ -318,6 +376,8 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
         meta.update(status=f"failed: {type(exc).__name__}: {exc}")
         raise
     finally:
+        if sampler is not None:
+            meta.update(sampler.stop())
         arrivals.close()
         tasks.close()
         if spark is not None:
@@ -331,6 +391,9 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
         meta["total_seconds"] = time.time() - t_begin
         meta["loadavg_1_5_15min"] = list(os.getloadavg())   # how busy the machine was at the end
         (run_dir / "metadata.json").write_text(json.dumps(meta, indent=2))
+    from .spark_analysis import record_serving_check
+
+    record_serving_check(run_dir)
     return run_dir
 
 
@@ -362,7 +425,7 @@ def archive_run(run_dir, dest) -> Path:
     ``metadata.json`` as is, ``arrivals.csv`` and ``tasks.csv`` gzip-compressed
     (no timestamp in the header, so equal data give equal bytes) and the event
     log zstd-compressed (level 19) under ``eventlog/``; the private Spark home
-    and executor logs are left out. Readable by
+    and executor logs are left out; ``dest`` must be new or empty. Readable by
     :func:`barrier_queues.spark_analysis.load_run` and ``spark-analyze``.
     """
     import gzip
@@ -375,6 +438,7 @@ def archive_run(run_dir, dest) -> Path:
     logs = [p for p in (src / "eventlog").glob("*") if p.is_file() and not p.name.startswith(".")]
     if len(logs) != 1:
         raise ParameterError(f"run_dir must hold exactly one event log under eventlog/ (found {len(logs)})")
+    _check_new_folder("dest", dst)
     (dst / "eventlog").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src / "metadata.json", dst / "metadata.json")
     for name in ("arrivals.csv", "tasks.csv"):
