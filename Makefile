@@ -25,10 +25,14 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
 
-## all tests: lint, unit and statistical tests, doctests, nbval re-execution of the book, browser check
+## all tests: lint, unit and statistical tests, doctests, nbval re-execution of the book, browser check;
+## then the committed results/ (tables, claims, provenance) must be exactly what the re-execution wrote
 test: $(STAMP) browser
 	$(BIN)/ruff check src tests benchmarks tools book
+	@mkdir -p _build && sha256sum results/*.csv results/*.json > _build/results.sha256
 	$(BIN)/python -m pytest
+	@sha256sum --check --quiet _build/results.sha256 || { \
+	  echo "results/ changed when the tests re-executed the book: run 'make notebooks' and commit results/"; exit 1; }
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks tools book

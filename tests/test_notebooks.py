@@ -109,9 +109,52 @@ def test_committed_results_match_the_notebooks():
         assert record["chapter"] in NAMES and record["files"] == [f"{stem}.png", f"{stem}.pdf"]
         source = (BOOK / f"{record['chapter']}.md").read_text()
         assert f'"{stem}"' in source, f"{stem} is not written by book/{record['chapter']}.md"
+    tables = sorted(p.stem for p in results.glob("*.csv"))
+    assert "table1" in tables
+    for stem in tables:
+        record = json.loads((results / f"{stem}.json").read_text())
+        assert record["kind"] == "table" and record["files"] == [f"{stem}.csv"]
+        assert f'"{stem}"' in (BOOK / f"{record['chapter']}.md").read_text()
+    provenance = {p.stem for p in results.glob("*.json") if not p.stem.startswith("claims-")}
+    assert provenance == set(stems) | set(tables), "a provenance file without its figure or table"
     for name in WRITERS - {"intro"}:
         claims = json.loads((results / f"claims-{name}.json").read_text())["claims"]
         assert claims and all(set(c) >= {"result", "claim", "reproduced", "agrees", "note"} for c in claims)
+
+
+def _is_figure_or_table(output) -> bool:
+    data = output.get("data", {})
+    markdown = data.get("text/markdown", "")
+    return "image/png" in data or "text/html" in data or "\n|---" in markdown or markdown.startswith("|")
+
+
+def _is_provenance(output) -> bool:
+    markdown = output.get("data", {}).get("text/markdown", "")
+    return markdown.startswith(("**Figure `", "**Table `", "**Source**: produced by "))
+
+
+#: the usage page is exempt: each of its outputs sits under the few lines of code that produced it
+SHOWS_PROVENANCE = sorted(set(NAMES) - {"usage"})
+
+
+@pytest.mark.parametrize("name", SHOWS_PROVENANCE)
+def test_every_figure_and_table_says_what_produced_it(name):
+    """In the executed notebook, each figure or table is followed by its provenance line (results.Provenance)."""
+    nb = nbformat.read(BOOK / f"{name}.ipynb", as_version=4)
+    shown = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        pending = False
+        for output in cell.outputs:
+            if _is_provenance(output):
+                pending = False
+            elif _is_figure_or_table(output):
+                assert not pending, f"{name}, cell {cell.id}: two figures or tables without provenance between them"
+                pending = True
+                shown += 1
+        assert not pending, f"{name}, cell {cell.id}: a figure or table without its provenance line after it"
+    assert shown > 0
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Figures and claims written as files with provenance, byte-for-byte reproducibly."""
+"""Figures, tables and claims written as files with provenance, byte-for-byte reproducibly."""
 
 import json
 
@@ -7,10 +7,18 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from barrier_queues import ParameterError  # noqa: E402
-from barrier_queues.results import load_claims, load_figures, record_claims, save_figure  # noqa: E402
+from barrier_queues.results import (  # noqa: E402
+    load_claims,
+    load_results,
+    record_claims,
+    save_figure,
+    save_table,
+    source,
+)
 
 
 def _figure():
@@ -34,14 +42,51 @@ def test_save_figure_writes_png_pdf_and_provenance_reproducibly(tmp_path):
     assert (first / "fig0.pdf").read_bytes()[:5] == b"%PDF-"
     data = json.loads((first / "fig0.json").read_text())
     assert data["parameters"] == {"servers": 4, "rates": [0.5, 1.0], "eps": None} and data["seed"] == 7
-    assert data["library"].startswith("barrier-queues ") and rec["files"] == ["fig0.png", "fig0.pdf"]
-    table = load_figures(first)
-    assert list(table.figure) == ["fig0"] and table.chapter[0] == "intro"
+    assert data["library"].startswith("barrier-queues ") and data["files"] == ["fig0.png", "fig0.pdf"]
+    assert data == rec.to_dict() and data["kind"] == "figure" and data["name"] == "fig0"
+    table = load_results(first)
+    assert list(table.name) == ["fig0"] and table.chapter[0] == "intro"
+
+
+def test_provenance_is_shown_as_one_line_of_markdown(tmp_path):
+    rec = save_figure(_figure(), "fig0", chapter="intro", function="figures.fig0", folder=tmp_path,
+                      parameters={"servers": np.int64(16), "tasks": [1, 2]}, seed=20251214,
+                      simulation={"jobs": 200_000, "replications": 4, "ci": "95 % t interval"})
+    md = rec._repr_markdown_()
+    assert md == ("**Figure `fig0`**: produced by `figures.fig0`; parameters `servers=16`, `tasks=[1, 2]`; "
+                  "seed `20251214`; simulation jobs 200,000, replications 4, ci 95 % t interval; "
+                  "files `fig0.png`, `fig0.pdf` (+ `fig0.json`).")
+    assert "\n" not in md and repr(rec).startswith("Figure fig0: produced by figures.fig0; parameters servers=16")
+    plain = source("ctmc.ctmc_stability", {"servers": 12, "note": "a `quoted` value"})
+    assert plain._repr_markdown_() == ("**Source**: produced by `ctmc.ctmc_stability`; parameters `servers=12`, "
+                                       "`note=a 'quoted' value`; no simulation.")
+    assert repr(plain) == "Source: produced by ctmc.ctmc_stability; parameters servers=12, note=a `quoted` value; " \
+                          "no simulation."
+
+
+def test_save_table_writes_csv_and_provenance_that_read_back(tmp_path):
+    table = pd.DataFrame({"k": [1, 2], "rho": [1 / 3, 0.5], "ci": [(0.1, 0.2), (0.3, 0.4)]})
+    rec = save_table(table, "tab0", chapter="spark", function="spark_analysis.run_summary",
+                     parameters={"runs": ["a", "b"]}, folder=tmp_path)
+    back = pd.read_csv(tmp_path / "tab0.csv")
+    assert list(back.k) == [1, 2] and back.rho[0] == pytest.approx(1 / 3, rel=1e-9)
+    assert [json.loads(x) for x in back.ci] == [[0.1, 0.2], [0.3, 0.4]]
+    first = (tmp_path / "tab0.csv").read_bytes()
+    save_table(table, "tab0", chapter="spark", function="spark_analysis.run_summary",
+               parameters={"runs": ["a", "b"]}, folder=tmp_path)
+    assert (tmp_path / "tab0.csv").read_bytes() == first
+    assert json.loads((tmp_path / "tab0.json").read_text()) == rec.to_dict()
+    assert rec.files == ("tab0.csv",) and load_results(tmp_path).kind.tolist() == ["table"]
+    with pytest.raises(ParameterError, match="table must be a pandas DataFrame"):
+        save_table([1, 2], "tab1", chapter="c", function="f", parameters={}, folder=tmp_path)
 
 
 def test_claims_round_trip_and_bad_input(tmp_path):
-    record_claims("stability", [{"result": "Table I", "claim": "c", "reproduced": "r", "agrees": True}],
-                  folder=tmp_path)
+    shown = record_claims("stability", [{"result": "Table I", "claim": "c", "reproduced": "r", "agrees": True}],
+                          folder=tmp_path)
+    assert repr(shown) == ("Source: produced by results.record_claims: the checks of this chapter's cells above; "
+                           "parameters chapter=stability, claims=1, agree=1, file=claims-stability.json; "
+                           "no simulation.")
     record_claims("bounds", [{"result": "Fig. 7", "claim": "u", "reproduced": "v", "agrees": False,
                               "note": "why"}], folder=tmp_path)
     table = load_claims(tmp_path)
@@ -51,3 +96,5 @@ def test_claims_round_trip_and_bad_input(tmp_path):
         record_claims("x", [{"result": "r", "claim": "c", "reproduced": "p"}], folder=tmp_path)
     with pytest.raises(ParameterError, match="name must be a plain file stem"):
         save_figure(_figure(), "../x", chapter="c", function="f", parameters={}, folder=tmp_path)
+    with pytest.raises(ParameterError, match="name must be a plain file stem"):
+        save_table(pd.DataFrame({"a": [1]}), "a\\b", chapter="c", function="f", parameters={}, folder=tmp_path)

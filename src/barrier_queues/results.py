@@ -1,10 +1,13 @@
-"""Figures and claims as files, with their provenance (the book's ``results/`` folder).
+"""Figures, tables and claims as files, with their provenance (the book's ``results/`` folder).
 
-Every figure of the book is also written as PNG and PDF, next to a JSON file
-saying what produced it: the chapter, the library function, the parameters,
-the seed and, for simulation, the number of jobs, replications and how the
-confidence intervals were formed. Each chapter also writes the paper's claims
-it checks with the numbers it reproduced; the "claims" page collects them.
+Every figure of the book is also written as PNG and PDF, and the main tables
+as CSV, next to a JSON file saying what produced them: the chapter, the
+library function, the parameters, the seed and, for simulation, the number of
+jobs, replications and how the confidence intervals were formed. The same
+record, a :class:`Provenance`, is shown under the figure or table in the book
+(it renders as one line of Markdown); tables that are not written as files
+get one from :func:`source`. Each chapter also writes the paper's claims it
+checks with the numbers it reproduced; the "claims" page collects them.
 
 Files are byte-for-byte reproducible: the PDF carries no creation date and
 the JSON is written with sorted keys, so re-executing a notebook with the same
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
@@ -45,33 +49,135 @@ def _write_json(path: Path, data: dict) -> None:
     path.write_text(json.dumps(_plain(data), indent=2, sort_keys=True) + "\n")
 
 
+def _library() -> str:
+    return f"barrier-queues {version('barrier-queues')}"
+
+
+def _value_text(value) -> str:
+    """Compact text of a JSON-ready value: thousands separators, floats to 6 significant digits."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10_000:
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_value_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_value_text(v) for v in value) + "]"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What produced a figure or table: library function, parameters, seed, simulation size and intervals.
+
+    Shown under the figure or table in the book (``_repr_markdown_``: one
+    line, parameters as code so that no value is read as markup) and written
+    as ``<name>.json`` beside the figure's or table's files.
+    ``simulation``, for simulated numbers: e.g. ``{"jobs": 50000,
+    "replications": 4, "ci": "95 % t interval over replications"}``.
+    """
+
+    function: str
+    parameters: dict
+    seed: object = None
+    simulation: dict | None = None
+    name: str | None = None
+    kind: str | None = None          # "figure" or "table" when written as files
+    chapter: str | None = None
+    files: tuple = ()
+
+    def to_dict(self) -> dict:
+        """The JSON record (numpy values, tuples and NaN made JSON-ready)."""
+        return _plain({"name": self.name, "kind": self.kind, "chapter": self.chapter, "function": self.function,
+                       "parameters": self.parameters, "seed": self.seed, "simulation": self.simulation,
+                       "files": list(self.files), "library": _library()})
+
+    def _parts(self, code) -> list[str]:
+        parts = [f"produced by {code(self.function)}"]
+        params = _plain(self.parameters)
+        if params:
+            parts.append("parameters " + ", ".join(code(f"{k}={_value_text(v)}") for k, v in params.items()))
+        if self.seed is not None:
+            parts.append(f"seed {code(json.dumps(_plain(self.seed)))}")
+        if self.simulation:
+            sim = _plain(self.simulation)
+            parts.append("simulation " + ", ".join(f"{k} {_value_text(v)}" for k, v in sim.items()))
+        else:
+            parts.append("no simulation")
+        if self.files:
+            parts.append("files " + ", ".join(code(f) for f in self.files) + f" (+ {code(self.name + '.json')})")
+        return parts
+
+    def text(self) -> str:
+        """The provenance as one line of plain text."""
+        label = f"{self.kind.capitalize()} {self.name}: " if self.kind and self.name else "Source: "
+        return label + "; ".join(self._parts(str)) + "."
+
+    def _repr_markdown_(self) -> str:
+        label = f"**{self.kind.capitalize()} `{self.name}`**: " if self.kind and self.name else "**Source**: "
+        return label + "; ".join(self._parts(lambda t: f"`{str(t).replace('`', chr(39))}`")) + "."
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+def _check_name(name: str) -> None:
+    if not name or "/" in name or "\\" in name or name.startswith("."):
+        raise ParameterError(f"name must be a plain file stem like 'fig2' (got {name!r})")
+
+
+def source(function: str, parameters: dict, seed=None, simulation: dict | None = None) -> Provenance:
+    """The provenance of a table (or any output) that is not written as a file; shown under it."""
+    return Provenance(function, parameters, seed, simulation)
+
+
 def save_figure(fig, name: str, *, chapter: str, function: str, parameters: dict, seed=None,
-                simulation: dict | None = None, folder=DEFAULT_FOLDER) -> dict:
+                simulation: dict | None = None, folder=DEFAULT_FOLDER) -> Provenance:
     """Write ``<name>.png`` (150 dpi), ``<name>.pdf`` and ``<name>.json`` (provenance) into ``folder``.
 
-    ``simulation`` (for simulated points): e.g. ``{"jobs": 50000,
-    "replications": 4, "ci": "95 % t interval over replications"}``.
-    Returns the provenance record.
+    Returns the :class:`Provenance`, which the book shows under the figure.
     """
-    if not name or "/" in name or name.startswith("."):
-        raise ParameterError(f"name must be a plain file stem like 'fig2' (got {name!r})")
+    _check_name(name)
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     fig.savefig(out / f"{name}.png", dpi=150, bbox_inches="tight")
     fig.savefig(out / f"{name}.pdf", bbox_inches="tight", metadata={"CreationDate": None, "ModDate": None})
-    record = {"figure": name, "chapter": chapter, "function": function, "parameters": parameters, "seed": seed,
-              "simulation": simulation, "files": [f"{name}.png", f"{name}.pdf"],
-              "library": f"barrier-queues {version('barrier-queues')}"}
-    _write_json(out / f"{name}.json", record)
-    return _plain(record)
+    record = Provenance(function, parameters, seed, simulation, name, "figure", chapter,
+                        (f"{name}.png", f"{name}.pdf"))
+    _write_json(out / f"{name}.json", record.to_dict())
+    return record
 
 
-def record_claims(chapter: str, claims: list[dict], folder=DEFAULT_FOLDER) -> Path:
+def save_table(table: pd.DataFrame, name: str, *, chapter: str, function: str, parameters: dict, seed=None,
+               simulation: dict | None = None, folder=DEFAULT_FOLDER) -> Provenance:
+    """Write ``<name>.csv`` (full float precision, no index) and ``<name>.json`` (provenance).
+
+    Columns holding lists or tuples (e.g. confidence intervals) are written as
+    their text. Returns the :class:`Provenance`, which the book shows under
+    the table.
+    """
+    _check_name(name)
+    if not isinstance(table, pd.DataFrame):
+        raise ParameterError(f"table must be a pandas DataFrame (got {type(table).__name__})")
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    flat = table.copy()
+    for c in flat.columns:
+        if flat[c].map(lambda v: isinstance(v, list | tuple | dict)).any():
+            flat[c] = flat[c].map(lambda v: json.dumps(_plain(v)))
+    flat.to_csv(out / f"{name}.csv", index=False, float_format="%.10g", lineterminator="\n")
+    record = Provenance(function, parameters, seed, simulation, name, "table", chapter, (f"{name}.csv",))
+    _write_json(out / f"{name}.json", record.to_dict())
+    return record
+
+
+def record_claims(chapter: str, claims: list[dict], folder=DEFAULT_FOLDER) -> Provenance:
     """Write a chapter's checked claims to ``claims-<chapter>.json``.
 
     Each claim is a dict with ``result`` (e.g. "Fig. 2"), ``claim`` (the
     paper's statement), ``reproduced`` (our number or finding, as text),
     ``agrees`` (bool) and optionally ``note`` (where and why we differ).
+    Returns the :class:`Provenance` of the claims table (shown under it).
     """
     need = {"result", "claim", "reproduced", "agrees"}
     for c in claims:
@@ -81,7 +187,9 @@ def record_claims(chapter: str, claims: list[dict], folder=DEFAULT_FOLDER) -> Pa
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"claims-{chapter}.json"
     _write_json(path, {"chapter": chapter, "claims": [{"note": "", **c} for c in claims]})
-    return path
+    return source("results.record_claims: the checks of this chapter's cells above",
+                  {"chapter": chapter, "claims": len(claims), "agree": sum(bool(c["agrees"]) for c in claims),
+                   "file": path.name})
 
 
 def load_claims(folder=DEFAULT_FOLDER) -> pd.DataFrame:
@@ -93,11 +201,13 @@ def load_claims(folder=DEFAULT_FOLDER) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["chapter", "result", "claim", "reproduced", "agrees", "note"])
 
 
-def load_figures(folder=DEFAULT_FOLDER) -> pd.DataFrame:
-    """Provenance of every saved figure, one row each."""
+def load_results(folder=DEFAULT_FOLDER) -> pd.DataFrame:
+    """Provenance of every saved figure and table, one row each (``name, kind, chapter, function, ...``)."""
     rows = [json.loads(p.read_text()) for p in sorted(Path(folder).glob("*.json"))
             if not p.name.startswith("claims-")]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["name", "kind", "chapter", "function", "parameters", "seed", "simulation",
+                                       "files", "library"])
 
 
-__all__ = ["DEFAULT_FOLDER", "load_claims", "load_figures", "record_claims", "save_figure"]
+__all__ = ["DEFAULT_FOLDER", "Provenance", "load_claims", "load_results", "record_claims", "save_figure",
+           "save_table", "source"]
