@@ -132,6 +132,10 @@ def test_run_summary_numbers(run):
     assert np.isnan(s["sojourn_q_ci"][1])
     assert s["overhead_samples"] == 7 and s["overhead"]["mle"]["revive"] >= 0.777 - 1e-9  # largest sample
     assert 0 < s["achieved_utilization"] < s["busy_utilization"] < 1
+    # one computation of the costs: the summary carries the serving check and takes its numbers from it
+    assert s["serving"] == sa.serving_check(run)
+    assert s["submission_lag_max"] == s["serving"]["submission_lag_max"]
+    assert s["python_startup_median"] == pytest.approx(np.median(sa.python_startup(run)))
 
 
 def test_quantile_interval_covers_a_known_quantile():

@@ -375,12 +375,13 @@ def run_summary(run: SparkRun, quantile: float = 0.99) -> dict:
     rate = (len(jobs) - 1) / span
     window = float(jobs.completion.max() - jobs.arrival.min())
     busy = float((run.tasks.finish - run.tasks.launch).sum())
+    serving = serving_check(run)
     out = {"run": run.name, "spark": run.metadata.get("spark"), "master": run.metadata.get("master"),
            "servers": run.executors, "tasks": run.tasks_per_job, "task_mean": run.task_mean,
            "arrival_rate": run.arrival_rate, "achieved_arrival_rate": rate, "jobs": int(len(jobs)),
            "failed_jobs": int((run.metadata.get("submitted") or len(jobs)) - len(jobs)),
-           "submission_lag_median": float((jobs.arrival - jobs.planned).median()),
-           "submission_lag_max": float((jobs.arrival - jobs.planned).max()),
+           "submission_lag_median": serving["submission_lag_median"],
+           "submission_lag_max": serving["submission_lag_max"],
            "offered_utilization": run.arrival_rate * run.tasks_per_job * run.task_mean / run.executors,
            "achieved_utilization": float(run.tasks.sleep.sum()) / (run.executors * window),
            "busy_utilization": busy / (run.executors * window)}
@@ -391,9 +392,9 @@ def run_summary(run: SparkRun, quantile: float = 0.99) -> dict:
         out[f"{m}_q"] = float(np.quantile(x, quantile))
         out[f"{m}_q_ci"] = quantile_interval(x, quantile)
     out["quantile"] = quantile
-    start = python_startup(run)
-    out["python_startup_median"] = float(start.median())
-    out["python_startup_p90"] = float(start.quantile(0.9))
+    out["python_startup_median"] = serving["python_startup_median"]
+    out["python_startup_p90"] = serving["python_startup_p90"]
+    out["serving"] = serving
     samples = overhead_samples(run)
     out["overhead_samples"] = int(len(samples))
     if len(samples) >= 2:
@@ -547,12 +548,12 @@ def replay_comparison(run: SparkRun, seed=0, quantile: float = 0.99) -> pd.DataF
     """Spark beside the replays of its own workload, one row per source.
 
     Sources: ``Spark``, ``plain``, ``paper``, ``event`` and ``event + task
-    cost`` (the event model with the measured median per-task cost added).
+    cost`` (the event model with the median :func:`task_cost` added).
     Columns: mean and ``quantile`` of waiting and sojourn time, and the mean
     absolute per-job difference of the waiting time from Spark's.
     """
     spark = run.jobs.sort_values("arrival")
-    cost = float((run.tasks.finish - run.tasks.launch - run.tasks.sleep).median())
+    cost = float(task_cost(run).median())
     sources = {"Spark": spark[["tag", "waiting", "sojourn"]]}
     for model in REPLAY_MODELS:
         sources[model] = replay(run, model, seed=seed)
