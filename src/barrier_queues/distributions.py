@@ -16,11 +16,11 @@ classes are a few lines each and vectorised.
 from __future__ import annotations
 
 import abc
+import functools
 import math
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from ._validation import ParameterError, check_int, check_positive, check_probability
 from .order_stats import exp_order_stat_mean
@@ -55,6 +55,16 @@ class TaskDistribution(abc.ABC):
     def order_stat_mean(self, j: int, n: int) -> float | None:
         """Exact E[X_(j:n)] if known in closed form, else ``None``."""
         return None
+
+    def _key(self) -> tuple:
+        """What makes two laws equal (a hashable tuple): the law's name and parameters."""
+        return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in self.describe().items()))
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash((type(self).__name__, self._key()))
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.describe().items() if k != "law")
@@ -152,7 +162,12 @@ class Erlang(TaskDistribution):
     def __init__(self, shape: int, rate: float):
         self.shape = check_int("shape", shape, low=1)
         self.rate = check_positive("rate", rate, "(per unit time)")
-        self._frozen = stats.gamma(a=self.shape, scale=1.0 / self.rate)
+
+    @functools.cached_property
+    def _frozen(self):
+        from scipy import stats  # imported where used: quick answers need no scipy
+
+        return stats.gamma(a=self.shape, scale=1.0 / self.rate)
 
     def mean(self):
         return self.shape / self.rate
@@ -223,11 +238,16 @@ class Empirical(TaskDistribution):
     def describe(self):
         return {"law": self.name, "n": int(self.samples.size), "mean": self.mean()}
 
+    def _key(self):
+        return (self.samples.tobytes(),)
+
     def order_stat_mean(self, j, n):
         # The CDF is a step function: integrate P[X_(j:n) > t] exactly, piece by piece.
         values = np.unique(self.samples)
         cdf_at = self.cdf(values)  # F on [values[i], values[i+1])
         lengths = np.diff(values)
+        from scipy import stats
+
         tail = stats.binom.cdf(j - 1, n, cdf_at[:-1])
         return float(values[0] + np.sum(lengths * tail))
 
@@ -259,6 +279,10 @@ class _ScipyLaw(TaskDistribution):
     def describe(self):
         return {"law": f"scipy.{self.frozen.dist.name}", "args": list(self.frozen.args),
                 "kwds": dict(self.frozen.kwds)}
+
+    def _key(self):
+        return (self.frozen.dist.name, tuple(float(a) for a in self.frozen.args),
+                tuple(sorted((k, float(v)) for k, v in self.frozen.kwds.items())))
 
 
 def as_task_distribution(obj, task_rate: float = 1.0) -> TaskDistribution:
@@ -339,3 +363,53 @@ def parse_task_distribution(spec: str) -> TaskDistribution:
         raise ParameterError(f"task_dist {name!r} got unknown parameters {sorted(kwargs)}; "
                              f"valid specs: {_SPEC_HELP}")
     return law
+
+
+class _ScaledLaw(TaskDistribution):
+    """The law of ``factor * X`` for a base law of ``X``."""
+
+    name = "scaled"
+
+    def __init__(self, base: TaskDistribution, factor: float):
+        self.base = base
+        self.factor = check_positive("factor", factor)
+        self.breakpoints = tuple(b * self.factor for b in base.breakpoints)
+
+    def mean(self):
+        return self.factor * self.base.mean()
+
+    def cdf(self, t):
+        return self.base.cdf(np.asarray(t, dtype=float) / self.factor)
+
+    def sf(self, t):
+        return self.base.sf(np.asarray(t, dtype=float) / self.factor)
+
+    def rvs(self, size=None, random_state=None):
+        return self.factor * np.asarray(self.base.rvs(size=size, random_state=random_state))
+
+    def order_stat_mean(self, j, n):
+        base = self.base.order_stat_mean(j, n)
+        return None if base is None else self.factor * base
+
+    def describe(self):
+        return {"law": self.name, "factor": self.factor, "base": self.base.describe()}
+
+    def _key(self):
+        return (self.factor, self.base)
+
+
+def scaled(law, factor: float) -> TaskDistribution:
+    """The law of ``factor * X`` (closed forms kept where the family is closed under scaling)."""
+    law = as_task_distribution(law)
+    factor = check_positive("factor", factor)
+    if factor == 1.0:
+        return law
+    if isinstance(law, Exponential):
+        return Exponential(law.rate / factor)
+    if isinstance(law, Erlang):
+        return Erlang(law.shape, law.rate / factor)
+    if isinstance(law, HyperExponential):
+        return HyperExponential(law.probs, law.rates / factor)
+    if isinstance(law, Deterministic):
+        return Deterministic(law.value * factor)
+    return _ScaledLaw(law, factor)

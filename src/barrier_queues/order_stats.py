@@ -19,9 +19,8 @@ import functools
 import itertools
 
 import numpy as np
-from scipy import integrate, stats
 
-from ._validation import check_int, check_positive
+from ._validation import ParameterError, check_int, check_positive
 
 
 @functools.lru_cache(maxsize=8)
@@ -98,23 +97,24 @@ def order_stat_mean(dist, j: int, n: int, method: str = "auto") -> float:
         always integrates ``P[X_(j:n) > t] = P[Bin(n, F(t)) < j]`` numerically
         (adaptive quadrature between the law's breakpoints, then to infinity).
     """
-    from .distributions import as_task_distribution
-
     j, n = _check_jn(j, n)
-    law = as_task_distribution(dist)
+    law = dist                    # duck-typed: cdf and mean (a TaskDistribution or a frozen scipy law)
     if method == "auto":
-        exact = law.order_stat_mean(j, n)
+        closed = getattr(law, "order_stat_mean", None)
+        exact = closed(j, n) if closed is not None else None
         if exact is not None:
             return float(exact)
     elif method != "quad":
-        raise ValueError(f"method must be 'auto' or 'quad' (got {method!r})")
+        raise ParameterError(f"method must be 'auto' or 'quad' (got {method!r})")
+
+    from scipy import integrate, stats  # imported where used: closed forms need no scipy
 
     def tail(t):
         return float(stats.binom.cdf(j - 1, n, float(law.cdf(t))))
 
-    scale = max(law.mean(), 1e-300)
+    scale = max(float(law.mean()), 1e-300)
     opts = {"limit": 400, "epsabs": 1e-13 * scale, "epsrel": 1e-11}
-    edges = [0.0, *sorted(b for b in law.breakpoints if b > 0)]
+    edges = [0.0, *sorted(b for b in getattr(law, "breakpoints", ()) if b > 0)]
     total = 0.0
     for a, b in itertools.pairwise(edges):
         total += integrate.quad(tail, a, b, **opts)[0]

@@ -1,0 +1,98 @@
+"""The statistics module: intervals, batch means, MSER-5, drift, streaming quantiles, coverage helpers."""
+
+import numpy as np
+import pytest
+
+from barrier_queues.statistics import (
+    LogHistogram,
+    RunAccumulator,
+    batch_means_interval,
+    binomial_tolerance,
+    drift,
+    lag1_test,
+    mser_truncation,
+    t_interval,
+)
+
+
+def test_t_interval_by_hand_and_undefined_below_two_values():
+    lo, hi = t_interval([1.0, 2.0, 3.0], 0.95)
+    assert (lo + hi) / 2 == pytest.approx(2.0) and (hi - lo) / 2 == pytest.approx(4.302652729911275 / np.sqrt(3))
+    assert all(np.isnan(t_interval([1.0])))
+
+
+def test_mser_finds_a_planted_transient():
+    rng = np.random.default_rng(1)
+    y = np.r_[np.linspace(10, 0, 200), np.zeros(1800)] + rng.normal(0, 0.5, 2000)
+    d, at_limit = mser_truncation(y)
+    assert 150 <= d <= 260 and not at_limit
+    d, at_limit = mser_truncation(np.linspace(0, 10, 1000))          # a trend never settles
+    assert at_limit
+
+
+def test_lag1_test_flags_correlated_batches():
+    rng = np.random.default_rng(2)
+    assert lag1_test(rng.normal(size=200))["independent"]
+    ar = np.zeros(200)
+    for i in range(1, 200):
+        ar[i] = 0.8 * ar[i - 1] + rng.normal()
+    assert not lag1_test(ar)["independent"]
+
+
+def test_batch_means_interval_and_drift():
+    rng = np.random.default_rng(3)
+    bm = batch_means_interval(rng.normal(5, 1, 10_000), 20)
+    assert bm["batches"] == 20 and bm["interval"][0] < 5 < bm["interval"][1]
+    assert drift(np.linspace(0, 1, 1000))["drifting"] and not drift(rng.normal(size=1000))["drifting"]
+
+
+def test_log_histogram_quantiles_within_their_relative_accuracy():
+    rng = np.random.default_rng(4)
+    x = np.r_[np.zeros(500), rng.lognormal(0, 2, 50_000)]
+    h = LogHistogram(1e-6, 0.002)
+    for part in np.array_split(x, 7):
+        h.add(part)
+    assert h.total == x.size
+    for q in (0.001, 0.01, 0.5, 0.9, 0.99, 0.999):
+        exact = np.quantile(x, q, method="inverted_cdf")
+        assert abs(h.quantile(q) - exact) <= 0.002 * exact + 1e-6
+    other = LogHistogram(1e-6, 0.002)
+    other.add(x)
+    merged = LogHistogram(1e-6, 0.002).merge(h).merge(other)
+    assert merged.total == 2 * x.size and merged.quantile(0.5) == h.quantile(0.5)
+
+
+def test_run_accumulator_equals_direct_computation_with_a_fixed_warmup():
+    rng = np.random.default_rng(5)
+    n = 30_007
+    arrival = np.cumsum(rng.exponential(1.0, n))
+    start = arrival + rng.exponential(0.5, n)
+    departure = start + rng.exponential(2.0, n)
+    work, useful, completed = rng.random(n), rng.random(n), rng.integers(1, 4, n)
+    acc = RunAccumulator(n, floor=1e-6, warmup=1234)
+    for a in range(0, n, 4096):
+        sl = slice(a, a + 4096)
+        acc.add(arrival[sl], start[sl], departure[sl], work[sl], useful[sl], completed[sl])
+    st = acc.finish()
+    assert st.jobs == n - 1234 and st.warmup == 1234 and st.warmup_rule == "fixed"
+    assert st.mean("waiting") == pytest.approx((start - arrival)[1234:].mean(), rel=1e-12)
+    assert st.sums["completed"] == completed[1234:].sum()
+    assert st.span == pytest.approx(arrival[-1] - arrival[1234])
+
+
+def test_binomial_tolerance_is_the_central_range():
+    lo, hi = binomial_tolerance(200, 0.95, 0.999)
+    assert lo < 190 < hi and 175 <= lo and hi <= 201
+
+
+def test_kendall_trend_equals_scipy():
+    from scipy import stats
+
+    from barrier_queues.statistics import kendall_trend
+
+    rng = np.random.default_rng(7)
+    for y in (rng.normal(size=20), np.linspace(0, 1, 20) + rng.normal(0, 0.1, 20), np.round(rng.normal(size=20), 1)):
+        tau, p = kendall_trend(y)
+        ref = stats.kendalltau(np.arange(y.size), y)
+        assert tau == pytest.approx(ref.statistic, abs=1e-12)
+        assert p == pytest.approx(ref.pvalue, rel=0.3, abs=0.01)     # normal approximation vs exact
