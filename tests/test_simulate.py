@@ -1,4 +1,4 @@
-"""The simulator: kernel = reference, queueing theory, CTMC, invariants, errors."""
+"""The simulator: kernels = plain-Python references bit for bit, queueing theory, invariants, errors."""
 
 import math
 
@@ -9,78 +9,191 @@ from hypothesis import strategies as st
 
 import barrier_queues as bq
 from barrier_queues.overhead import OverheadModel
-from barrier_queues.reference import simulate_reference
+from barrier_queues.reference import simulate_reference, simulate_sampling_reference
 from barrier_queues.simulate import (
     CHUNK,
-    SimulationConfig,
-    SimulationResult,
-    _t_interval,
+    chunk_jobs,
     draw_jobs,
+    draw_probes,
+    reference_rule,
+    run_inputs,
     run_replication,
     saturated_throughput,
     simulate,
     simulate_many,
     trace,
 )
+from barrier_queues.statistics import t_interval
 
-SYSTEMS = {
+S = bq.BarrierSystem
+
+CENTRAL = {
     "1-barrier": dict(servers=16, tasks=4, arrival_rate=2.8),
     "2-barrier": dict(servers=16, tasks=4, barriers=2, arrival_rate=1.5),
     "1-barrier skl": dict(servers=16, tasks=8, needed=6, arrival_rate=1.5),
     "2-barrier skl": dict(servers=16, tasks=8, needed=6, barriers=2, arrival_rate=1.2),
     "hybrid": dict(servers=16, tasks=8, barrier_fraction=0.5, arrival_rate=1.2),
     "hybrid 2-barrier": dict(servers=16, tasks=4, barriers=2, barrier_fraction=0.3, arrival_rate=1.5),
+    "non-barrier": dict(servers=16, tasks=4, barrier_fraction=0.0, arrival_rate=3.0),
     "heterogeneous": dict(servers=16, tasks_pmf={4: 0.5, 12: 0.5}, arrival_rate=1.2),
     "bimodal tasks": dict(servers=10, tasks=10, needed=7, barriers=2, arrival_rate=0.05,
                           task_dist="bimodal:p=0.98,rate1=1,rate2=0.001"),
     "erlang deterministic arrivals": dict(servers=8, tasks=3, arrival_rate=1.5, arrival="deterministic",
                                           task_dist="erlang:shape=3,rate=3"),
-    "deterministic tasks skl": dict(servers=8, tasks=4, needed=2, arrival_rate=0.5,
-                                    task_dist="deterministic:value=1"),
-    "empirical tasks": dict(servers=8, tasks=2, arrival_rate=1.0,
-                            task_dist=bq.Empirical([0.2, 0.5, 1.0, 3.0])),
+    "deterministic tasks skl": dict(servers=8, tasks=4, needed=2, arrival_rate=0.5, task_dist="deterministic:value=1"),
+    "empirical tasks": dict(servers=8, tasks=2, arrival_rate=1.0, task_dist=bq.Empirical([0.2, 0.5, 1.0, 3.0])),
     "paper overhead": dict(servers=16, tasks=4, arrival_rate=2.0, overhead="paper"),
     "event overhead": dict(servers=16, tasks=4, arrival_rate=2.0, overhead="event", revive_interval=0.5),
-    "event overhead hybrid": dict(servers=8, tasks=4, arrival_rate=1.0, overhead="event",
-                                  barrier_fraction=0.5),
+    "event overhead hybrid": dict(servers=8, tasks=4, arrival_rate=1.0, overhead="event", barrier_fraction=0.5),
+    "knee 1-barrier bimodal": dict(servers=16, tasks=8, release="knee", arrival_rate=1.0,
+                                   task_dist="bimodal:p=0.9,rate1=2,rate2=0.2"),
+    "knee 2-barrier min wait": dict(servers=16, tasks=8, barriers=2, release="knee", min_fraction=0.25, min_wait=0.5,
+                                    knee_gain=0.3, arrival_rate=0.6),
+    "knee heterogeneous": dict(servers=16, tasks_pmf={2: 0.5, 10: 0.5}, release="knee", arrival_rate=1.0),
+    "timeout 1-barrier": dict(servers=16, tasks=8, release="timeout", timeout=1.5, arrival_rate=1.2),
+    "timeout 2-barrier erlang": dict(servers=16, tasks=8, barriers=2, release="timeout", timeout=1.0, arrival_rate=0.9,
+                                     task_dist="erlang:shape=2,rate=2"),
+    "phases ideal": dict(servers=16, tasks=4, phases=3, arrival_rate=0.5),
+    "phases spark 2-barrier": dict(servers=16, tasks=4, phases=3, sync="spark", sync_poll=0.5, barriers=2,
+                                   arrival_rate=0.4),
+    "phases spark event overhead": dict(servers=8, tasks=4, phases=2, sync="spark", overhead="event",
+                                        arrival_rate=0.3),
+    "phases heterogeneous": dict(servers=8, tasks_pmf={1: 0.5, 4: 0.5}, phases=4, sync="spark", arrival_rate=0.4),
+}
+SAMPLED = {
+    "barrier": dict(servers=16, tasks=4, placement="sample", arrival_rate=2.5),
+    "non-barrier (Sparrow)": dict(servers=16, tasks=4, placement="sample", barrier_fraction=0.0, arrival_rate=3.0),
+    "hybrid 2-barrier d=1.5": dict(servers=16, tasks=4, placement="sample", barrier_fraction=0.5, barriers=2,
+                                   arrival_rate=1.5, probe_ratio=1.5),
+    "heterogeneous": dict(servers=16, tasks_pmf={2: 0.5, 8: 0.5}, placement="sample", arrival_rate=1.0),
+    "knee": dict(servers=16, tasks=8, placement="sample", release="knee", arrival_rate=1.0),
+    "phases spark": dict(servers=12, tasks=3, placement="sample", phases=2, sync="spark", arrival_rate=0.8),
+    "d = 1 deterministic arrivals": dict(servers=8, tasks=2, placement="sample", probe_ratio=1.0, arrival_rate=1.5,
+                                         arrival="deterministic"),
 }
 
 
-def _reference_for(cfg, jobs, seed, trace_=False):
+def _chunked_inputs(cfg, jobs, rng, probe_rng=None):
+    """The random inputs the simulator draws, chunk by chunk, joined (and the probes of batch sampling)."""
+    probes = []
+    inputs = {k: [] for k in ("arrival", "tasks", "barrier", "times")}
+    done, start = 0, 0.0
+    while done < jobs:
+        n = min(chunk_jobs(cfg), jobs - done)
+        chunk = draw_jobs(cfg, n, rng, start_time=start)
+        if probe_rng is not None:
+            p, o = draw_probes(cfg, chunk["tasks"], probe_rng)
+            probes += [list(p[o[j]:o[j + 1]]) for j in range(n)]
+        for k in inputs:
+            inputs[k].append(chunk[k])
+        start = chunk["arrival"][-1]
+        done += n
+    return {k: np.concatenate(v) for k, v in inputs.items()}, probes
+
+
+def _reference_central(cfg, jobs, seed, trace_=False):
     rng = np.random.default_rng(seed)
     phase = rng.uniform(0.0, cfg.revive_interval) if cfg.overhead == "event" else 0.0
-    inputs = draw_jobs(cfg, jobs, rng)
-    return simulate_reference(inputs["arrival"], inputs["tasks"], inputs["barrier"], inputs["times"],
-                              cfg.servers, cfg.stragglers, cfg.barriers == 2, cfg.overhead == "event",
-                              cfg.revive_interval, phase, trace=trace_)
+    inputs, _ = _chunked_inputs(cfg, jobs, rng)
+    return simulate_reference(inputs["arrival"], inputs["tasks"], inputs["barrier"], inputs["times"], cfg.servers,
+                              cfg.barriers == 2, cfg.overhead == "event", cfg.revive_interval or 1.0, phase,
+                              trace=trace_, **reference_rule(cfg))
 
 
-@pytest.mark.parametrize("name", SYSTEMS)
-def test_kernel_equals_plain_python_reference_bit_for_bit(name):
-    cfg = SimulationConfig(**SYSTEMS[name])
-    jobs = 3000
-    rep = run_replication(cfg, jobs, np.random.default_rng(99), trace=True)
-    ref, tr = _reference_for(cfg, jobs, 99, trace_=True)
-    for key in ("start", "departure", "work", "useful"):
-        np.testing.assert_array_equal(getattr(rep, key), np.asarray(ref[key]), err_msg=key)
-    np.testing.assert_array_equal(rep.trace["start"].to_numpy(), np.asarray(tr["start"]))
-    np.testing.assert_array_equal(rep.trace["end"].to_numpy(), np.asarray(tr["end"]))
+def _reference_sampled(cfg, jobs, seed, trace_=False):
+    rng = np.random.default_rng(seed)
+    inputs, probes = _chunked_inputs(cfg, jobs, rng, rng.spawn(1)[0])
+    return simulate_sampling_reference(inputs["arrival"], inputs["tasks"], inputs["barrier"], inputs["times"], probes,
+                                       cfg.servers, cfg.barriers == 2, trace=trace_, **reference_rule(cfg))
 
 
-def test_kernel_equals_reference_across_chunk_boundaries():
-    cfg = SimulationConfig(servers=8, tasks=4, arrival_rate=1.0, overhead="event")
+KEYS = ("start", "departure", "work", "useful", "completed")
+
+
+@pytest.mark.parametrize("name", CENTRAL)
+def test_central_kernel_equals_plain_python_reference_bit_for_bit(name):
+    cfg = S(**CENTRAL[name])
+    rep = run_replication(cfg, 3000, np.random.default_rng(99), trace=True, warmup=0)
+    ref, tr = _reference_central(cfg, 3000, 99, trace_=True)
+    for key in KEYS:
+        np.testing.assert_array_equal(rep.jobs[key], np.asarray(ref[key]), err_msg=key)
+    for key in ("start", "end"):           # one row per task, in job and task order (worker ids may differ)
+        np.testing.assert_array_equal(rep.trace[key].to_numpy(), np.asarray(tr[key]), err_msg=key)
+
+
+@pytest.mark.parametrize("name", SAMPLED)
+def test_sampling_kernel_equals_plain_python_reference_bit_for_bit(name):
+    cfg = S(**SAMPLED[name])
+    rep = run_replication(cfg, 3000, np.random.default_rng(7), trace=True, warmup=0)
+    ref, tr = _reference_sampled(cfg, 3000, 7, trace_=True)
+    for key in (*KEYS, "held"):
+        np.testing.assert_array_equal(rep.jobs[key], np.asarray(ref[key]), err_msg=key)
+    assert rep.jobs["held"].sum() > 0 or cfg.barrier_fraction == 0
+
+
+@pytest.mark.parametrize("cfg", [S(8, 4, arrival_rate=1.0, overhead="event"),
+                                 S(8, 4, arrival_rate=1.0, placement="sample"),
+                                 S(8, 2, arrival_rate=0.5, phases=2, sync="spark", placement="sample")],
+                         ids=["central event overhead", "sampling", "sampling phases"])
+def test_kernels_equal_the_references_across_chunk_boundaries(cfg):
     jobs = CHUNK + 777
-    rep = run_replication(cfg, jobs, np.random.default_rng(5))
-    rng = np.random.default_rng(5)
-    phase = rng.uniform(0.0, 1.0)
-    first = draw_jobs(cfg, CHUNK, rng)
-    second = draw_jobs(cfg, 777, rng, start_time=first["arrival"][-1])
-    joined = {k: np.concatenate([first[k], second[k]]) for k in first}
-    ref = simulate_reference(joined["arrival"], joined["tasks"], joined["barrier"], joined["times"], 8,
-                             event_overhead=True, phase=phase)
-    np.testing.assert_array_equal(rep.start, np.asarray(ref["start"]))
-    np.testing.assert_array_equal(rep.arrival, joined["arrival"])
+    rep = run_replication(cfg, jobs, np.random.default_rng(5), keep_jobs=True, warmup=0)
+    ref = (_reference_sampled if cfg.placement == "sample" else _reference_central)(cfg, jobs, 5)
+    for key in ("start", "departure"):
+        np.testing.assert_array_equal(rep.jobs[key], np.asarray(ref[key]), err_msg=key)
 
+
+@pytest.mark.parametrize("cfg", [S(8, 4, arrival_rate=1.2), S(8, 3, barriers=2, arrival_rate=0.6),
+                                 S(6, tasks_pmf={2: 0.5, 3: 0.5}, arrival_rate=1.0),
+                                 S(8, 4, release="knee", arrival_rate=0.8), S(8, 2, phases=3, arrival_rate=0.6)],
+                         ids=["1-barrier", "2-barrier", "heterogeneous", "knee", "phases"])
+def test_sampling_every_worker_is_the_central_fifo_queue_bit_for_bit(cfg):
+    """EXTENSIONS.md 2: with d k >= s every job probes every worker and barrier jobs behave as under FIFO."""
+    central = run_replication(cfg, 20_000, np.random.default_rng(3), keep_jobs=True, warmup=0)
+    sampled = run_replication(cfg.replace(placement="sample", probe_ratio=float(cfg.servers)), 20_000,
+                              np.random.default_rng(3), keep_jobs=True, warmup=0)
+    for key in KEYS:
+        np.testing.assert_array_equal(central.jobs[key], sampled.jobs[key], err_msg=key)
+
+
+def test_sampling_one_task_jobs_with_and_without_a_barrier_coincide():
+    cfg = S(8, 1, placement="sample", arrival_rate=6.0)
+    a = run_replication(cfg, 20_000, np.random.default_rng(4), keep_jobs=True, warmup=0)
+    b = run_replication(cfg.replace(barrier_fraction=0.0), 20_000, np.random.default_rng(4), keep_jobs=True, warmup=0)
+    for key in KEYS:
+        np.testing.assert_array_equal(a.jobs[key], b.jobs[key], err_msg=key)
+
+
+def test_probes_are_distinct_sorted_and_as_many_as_the_rule_says():
+    cfg = S(10, tasks_pmf={2: 0.3, 3: 0.3, 8: 0.4}, placement="sample", probe_ratio=1.5, arrival_rate=1.0)
+    tasks = draw_jobs(cfg, 5000, np.random.default_rng(1))["tasks"]
+    probes, offsets = draw_probes(cfg, tasks, np.random.default_rng(2))
+    counts = np.diff(offsets)
+    assert (counts == np.minimum(10, np.ceil(1.5 * tasks - 1e-9))).all()
+    for j in range(tasks.size):
+        p = probes[offsets[j]:offsets[j + 1]]
+        assert (np.diff(p) > 0).all() and p.min() >= 0 and p.max() < 10
+    # uniform: each worker is probed about equally often by 2-task jobs (3 of 10 workers)
+    two = np.concatenate([probes[offsets[j]:offsets[j + 1]] for j in np.flatnonzero(tasks == 2)])
+    counts = np.bincount(two, minlength=10)
+    expected = two.size / 10
+    assert ((counts - expected) ** 2 / expected).sum() < 30       # chi-square, 9 dof: p ~ 4e-4
+
+
+def test_run_inputs_replays_given_inputs_on_the_same_kernel():
+    cfg = S(8, 4, arrival_rate=1.0, overhead="event")
+    rng = np.random.default_rng(11)
+    phase = rng.uniform(0, 1)
+    inputs = draw_jobs(cfg, 2000, rng)
+    out = run_inputs(cfg, inputs, phase=phase)
+    ref = _reference_central(cfg, 2000, 11)
+    np.testing.assert_array_equal(out["start"], np.asarray(ref["start"]))
+    with pytest.raises(bq.ParameterError, match="must be sorted"):
+        run_inputs(cfg, {**inputs, "arrival": inputs["arrival"][::-1].copy()})
+
+
+# --------------------------------------------------------------------------------------------------
+# against queueing theory
 
 def _erlang_c_wait(s, lam, mu):
     a = lam / mu
@@ -93,12 +206,12 @@ def _erlang_c_wait(s, lam, mu):
 @pytest.mark.slow
 @pytest.mark.parametrize("s, lam", [(1, 0.6), (4, 3.0), (10, 8.5)])
 def test_k1_is_an_mms_queue_erlang_c(s, lam):
-    res = simulate(SimulationConfig(servers=s, tasks=1, arrival_rate=lam), jobs=200_000,
-                   replications=8, seed=1000 + s)
-    summary = res.summary(level=0.99)
-    lo, hi = summary["ci"]["waiting"]
-    assert lo <= _erlang_c_wait(s, lam, 1.0) <= hi
-    assert hi - lo < 0.2 * _erlang_c_wait(s, lam, 1.0)  # the test has power
+    res = simulate(S(servers=s, tasks=1, arrival_rate=lam), jobs=200_000, replications=10, seed=1000 + s)
+    lo, hi = res.summary(level=0.99)["ci"]["waiting"]
+    exact = _erlang_c_wait(s, lam, 1.0)
+    assert lo <= exact <= hi
+    assert hi - lo < 0.2 * exact                 # the test has power
+    assert bq.bounds.erlang_c(s, lam) == pytest.approx(exact * (s - lam), rel=1e-12)
 
 
 def _pk_wait(lam, mean_s, var_s):
@@ -110,27 +223,36 @@ def _pk_wait(lam, mean_s, var_s):
 @pytest.mark.parametrize("s, k, l_, barriers, rho", [(4, 4, 4, 1, 0.6), (6, 6, 6, 2, 0.5),
                                                      (8, 8, 6, 2, 0.6), (8, 5, 5, 2, 0.5)])
 def test_split_merge_and_single_job_two_barrier_are_mg1_pollaczek_khinchine(s, k, l_, barriers, rho):
-    # one job at a time (k = s, or 2 barriers with floor(s/k) = 1): service X_(l:k)
-    mean_s = bq.exp_order_stat_mean(l_, k)
-    var_s = bq.exp_order_stat_var(l_, k)
+    mean_s, var_s = bq.exp_order_stat_mean(l_, k), bq.exp_order_stat_var(l_, k)
     lam = rho / mean_s
-    res = simulate(SimulationConfig(servers=s, tasks=k, needed=l_, barriers=barriers, arrival_rate=lam),
-                   jobs=200_000, replications=8, seed=2000 + s + k)
+    res = simulate(S(servers=s, tasks=k, needed=l_, barriers=barriers, arrival_rate=lam), jobs=200_000,
+                   replications=10, seed=2000 + s + k)
     lo, hi = res.summary(level=0.99)["ci"]["waiting"]
     assert lo <= _pk_wait(lam, mean_s, var_s) <= hi
+
+
+@pytest.mark.slow
+def test_phased_two_barrier_single_job_is_pollaczek_khinchine_with_the_sum_of_phase_maxima():
+    # k = s with ideal barrier(): service = sum of m iid maxima of k Exp(1)
+    k, m = 4, 3
+    mean_max, var_max = bq.exp_order_stat_mean(k, k), bq.exp_order_stat_var(k, k)
+    lam = 0.5 / (m * mean_max)
+    res = simulate(S(servers=k, tasks=k, barriers=2, phases=m, arrival_rate=lam), jobs=200_000, replications=10,
+                   seed=77)
+    lo, hi = res.summary(level=0.99)["ci"]["waiting"]
+    assert lo <= _pk_wait(lam, m * mean_max, m * var_max) <= hi
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("s, k, l_, barriers", [(16, 4, 4, 1), (12, 3, 2, 1), (16, 8, 6, 1),
                                                 (10, 10, 8, 2), (10, 4, 4, 2)])
 def test_saturated_runs_reproduce_closed_forms_and_ctmc(s, k, l_, barriers):
-    # 10 interval checks in this family: 99.9 % each keeps the family-wise error near 1 %
-    est = saturated_throughput(SimulationConfig(servers=s, tasks=k, needed=l_, barriers=barriers),
-                               jobs=100_000, replications=8, seed=3000 + s + k + l_, level=0.999)
+    est = saturated_throughput(S(servers=s, tasks=k, needed=l_, barriers=barriers), jobs=100_000, replications=10,
+                               seed=3000 + s + k + l_, level=0.999)
     exact = bq.stability_limit(s, k, l_, barriers)
     lo, hi = est["lambda_max_ci"]
     assert lo <= exact.lambda_max <= hi
-    assert hi - lo < 0.03 * exact.lambda_max  # ... and the test has power
+    assert hi - lo < 0.03 * exact.lambda_max
     lo, hi = est["rho_useful_ci"]
     assert lo <= exact.rho_useful <= hi
 
@@ -138,27 +260,85 @@ def test_saturated_runs_reproduce_closed_forms_and_ctmc(s, k, l_, barriers):
 @pytest.mark.slow
 def test_saturated_bimodal_two_barrier_matches_order_statistics():
     law = bq.HyperExponential.bimodal(0.98, 1.0, 0.001)
-    est = saturated_throughput(SimulationConfig(servers=10, tasks=10, needed=7, barriers=2, task_dist=law),
-                               jobs=100_000, replications=8, seed=4, level=0.99)
+    est = saturated_throughput(S(servers=10, tasks=10, needed=7, barriers=2, task_dist=law), jobs=100_000,
+                               replications=10, seed=4, level=0.99)
     exact = bq.stability_limit(10, 10, 7, 2, task_dist=law)
     assert est["lambda_max_ci"][0] <= exact.lambda_max <= est["lambda_max_ci"][1]
     assert est["rho_useful_ci"][0] <= exact.rho_useful <= est["rho_useful_ci"][1]
 
 
-@pytest.mark.parametrize("name", ["1-barrier", "hybrid", "heterogeneous", "2-barrier skl"])
+@pytest.mark.parametrize("name", ["1-barrier", "hybrid", "heterogeneous", "2-barrier skl", "timeout 1-barrier",
+                                  "phases ideal"])
 def test_measured_utilization_matches_offered(name):
-    res = simulate(SimulationConfig(**SYSTEMS[name]), jobs=50_000, replications=8, seed=7)
-    per_rep = [SimulationResult(res.config, [r], res.warmup, 0).utilization()
-               for r in res.replications]
-    lo, hi = _t_interval(per_rep, 0.99)
-    assert lo <= res.config.offered_utilization() <= hi
+    cfg = S(**CENTRAL[name])
+    res = simulate(cfg, jobs=50_000, replications=10, seed=7)
+    per_rep = [st.sums["work"] / (cfg.servers * st.span) for st in res.stats]
+    lo, hi = t_interval(per_rep, 0.99)
+    assert lo <= bq.offered_utilization(cfg) <= hi
+
+
+# --------------------------------------------------------------------------------------------------
+# statistics of the summary
+
+def test_mean_interval_coverage_on_mms_erlang_c():
+    """The 95 % interval method (MSER-5 warm-up, t over 10 replications) covers the exact Erlang-C mean
+    waiting time in 95 % of many small independent runs, within a binomial tolerance (fixed seeds)."""
+    from barrier_queues.statistics import binomial_tolerance
+
+    s, lam = 4, 2.4
+    exact = _erlang_c_wait(s, lam, 1.0)
+    trials = 200
+    results = simulate_many([S(servers=s, tasks=1, arrival_rate=lam)] * trials, jobs=5_000, replications=10, seed=12)
+    hits = sum(lo <= exact <= hi for lo, hi in (r.summary()["ci"]["waiting"] for r in results))
+    low, high = binomial_tolerance(trials, 0.95, 0.999)
+    assert low <= hits <= high, f"{hits} of {trials} intervals cover the exact mean (tolerance {low}-{high})"
+
+
+def test_batch_means_interval_coverage_on_mg1():
+    """One long replication: 20 batch means, 95 % t interval; covers Pollaczek-Khinchine at the rate it claims."""
+    from barrier_queues.statistics import binomial_tolerance
+
+    k = 4
+    mean_s, var_s = bq.exp_order_stat_mean(k, k), bq.exp_order_stat_var(k, k)
+    lam = 0.4 / mean_s
+    exact = _pk_wait(lam, mean_s, var_s)
+    trials = 120
+    results = simulate_many([S(servers=k, tasks=k, arrival_rate=lam)] * trials, jobs=40_000, replications=1, seed=13)
+    hits = sum(lo <= exact <= hi for lo, hi in (r.summary()["ci"]["waiting"] for r in results))
+    low, high = binomial_tolerance(trials, 0.95, 0.999)
+    assert low <= hits <= high, f"{hits} of {trials} batch-means intervals cover (tolerance {low}-{high})"
+
+
+def test_streaming_quantiles_and_means_equal_the_kept_jobs():
+    cfg = S(**CENTRAL["1-barrier"])
+    res = simulate(cfg, jobs=60_000, replications=2, seed=3, keep_jobs=True)
+    summary = res.summary()
+    for metric in ("waiting", "sojourn", "execution"):
+        exact = res.metric(metric)
+        assert summary[f"mean_{metric}"] == pytest.approx(exact.mean(), rel=1e-9)
+        for q, v in summary["quantiles"][metric].items():
+            lo, hi = np.quantile(exact, float(q), method="inverted_cdf"), np.quantile(exact, float(q), method="higher")
+            assert lo * (1 - 0.0021) - 1e-6 <= v <= hi * (1 + 0.0021) + 1e-6, (metric, q)
+    assert summary["jobs"] == res.metric("waiting").size
+
+
+def test_mser_drops_the_initial_transient_of_a_loaded_queue():
+    # starting empty, a heavily loaded queue's waiting times rise for a while: MSER-5 cuts that off
+    cfg = S(16, 4, arrival_rate=3.4)                     # rho = 0.85 of lambda_max = 3.6
+    res = simulate(cfg, jobs=100_000, replications=4, seed=5, keep_jobs=True)
+    summary = res.summary()
+    assert summary["warmup"]["rule"].startswith("MSER-5")
+    assert all(w > 0 for w in summary["warmup"]["jobs"])
+    assert not any(summary["warmup"]["at_limit"])
+    fixed = simulate(cfg, jobs=100_000, replications=4, seed=5, warmup=1000).summary()
+    assert fixed["warmup"] == {"rule": "fixed", "jobs": [1000] * 4, "at_limit": [False] * 4}
 
 
 def test_same_seed_same_results_bit_for_bit_and_pool_equals_serial():
-    cfg = SimulationConfig(**SYSTEMS["hybrid"])
-    a = simulate(cfg, jobs=5000, replications=3, seed=42, workers=1)
-    b = simulate(cfg, jobs=5000, replications=3, seed=42, workers=2)
-    c = simulate(cfg, jobs=5000, replications=3, seed=43, workers=1)
+    cfg = S(**CENTRAL["hybrid"])
+    a = simulate(cfg, jobs=5000, replications=3, seed=42, workers=1, keep_jobs=True)
+    b = simulate(cfg, jobs=5000, replications=3, seed=42, workers=2, keep_jobs=True)
+    c = simulate(cfg, jobs=5000, replications=3, seed=43, workers=1, keep_jobs=True)
     for ra, rb in zip(a.replications, b.replications, strict=True):
         np.testing.assert_array_equal(ra.departure, rb.departure)
     assert not np.array_equal(a.replications[0].departure, c.replications[0].departure)
@@ -167,11 +347,30 @@ def test_same_seed_same_results_bit_for_bit_and_pool_equals_serial():
 
 
 def test_simulate_many_streams_do_not_depend_on_the_sweep():
-    one = SimulationConfig(servers=8, tasks=2, arrival_rate=2.0)
-    two = SimulationConfig(servers=8, tasks=4, arrival_rate=1.0)
-    alone = simulate_many([one], jobs=2000, seed=9, workers=1)[0]
-    both = simulate_many([one, two], jobs=2000, seed=9, workers=2)
+    one = S(servers=8, tasks=2, arrival_rate=2.0)
+    two = S(servers=8, tasks=4, arrival_rate=1.0)
+    alone = simulate_many([one], jobs=2000, seed=9, workers=1, keep_jobs=True)[0]
+    both = simulate_many([one, two], jobs=2000, seed=9, workers=2, keep_jobs=True)
     np.testing.assert_array_equal(alone.replications[0].start, both[0].replications[0].start)
+
+
+def test_jobs_are_not_kept_unless_asked():
+    res = simulate(S(8, 2, arrival_rate=2.0), jobs=2000, seed=1)
+    assert res.replications[0].jobs is None
+    with pytest.raises(bq.ParameterError, match="keep_jobs must be True"):
+        res.metric("waiting")
+
+
+def test_jobs_csv_streams_every_replication(tmp_path):
+    path = tmp_path / "jobs.csv"
+    res = simulate(S(8, 2, arrival_rate=2.0), jobs=3000, replications=3, seed=1, jobs_csv=path, keep_jobs=True)
+    import pandas as pd
+
+    table = pd.read_csv(path)
+    assert len(table) == 9000 and sorted(table.replication.unique()) == [0, 1, 2]
+    first = table[table.replication == 1]
+    np.testing.assert_array_equal(first.start.to_numpy(), res.replications[1].start)
+    assert not list(tmp_path.glob(".jobs.csv.part*"))
 
 
 @settings(max_examples=40, deadline=None)
@@ -181,23 +380,38 @@ def test_invariants_on_random_systems(s, data):
     use_pmf = data.draw(st.booleans()) and s >= 2
     barriers = data.draw(st.sampled_from([1, 2]))
     p = data.draw(st.sampled_from([1.0, 0.5, 0.0]))
-    needed = None if (use_pmf or p < 1) else data.draw(st.integers(1, k))
-    kwargs = dict(servers=s, barriers=barriers, barrier_fraction=p, needed=needed,
-                  overhead=data.draw(st.sampled_from([None, "event", "paper"])))
+    if p == 0:
+        barriers = 1
+    kwargs = dict(servers=s, barriers=barriers, barrier_fraction=p,
+                  placement=data.draw(st.sampled_from(["central", "sample"])))
+    if kwargs["placement"] == "central":
+        kwargs["overhead"] = data.draw(st.sampled_from([None, "event", "paper"]))
     if use_pmf:
         kwargs["tasks_pmf"] = {1: 0.5, s: 0.5} if s > 1 else {1: 1.0}
     else:
         kwargs["tasks"] = k
-    probe = SimulationConfig(arrival_rate=1.0, **kwargs)
-    lam = 0.5 * probe.servers / probe.mean_work() if probe.mean_work() else 0.1
-    cfg = SimulationConfig(arrival_rate=lam, **kwargs)
+        if p == 1:
+            kwargs["needed"] = data.draw(st.integers(1, k))
+    if p == 1 and data.draw(st.booleans()) and not (kwargs.get("needed", k) < k):
+        kind = data.draw(st.sampled_from(["knee", "timeout", "phases"]))
+        if kind == "phases" and kwargs.get("overhead") != "paper":
+            kwargs.update(phases=data.draw(st.integers(2, 4)), sync=data.draw(st.sampled_from(["ideal", "spark"])))
+        elif kind == "knee":
+            kwargs.update(release="knee")
+        elif kind == "timeout":
+            kwargs.update(release="timeout", timeout=1.0)
+    probe = S(arrival_rate=1.0, **kwargs)
+    work = bq.mean_work(probe)
+    lam = 0.5 * s / work[0] if work else 0.1
+    cfg = S(arrival_rate=lam, **kwargs)
     tasks_, jobs_ = trace(cfg, jobs=300, seed=data.draw(st.integers(0, 2**32 - 1)))
     assert (jobs_.start >= jobs_.arrival).all()
     assert (jobs_.departure >= jobs_.start).all()
-    assert (np.diff(jobs_.start) >= 0).all()                      # FIFO: nobody overtakes
+    if cfg.placement == "central":
+        assert (np.diff(jobs_.start) >= 0).all()                  # FIFO: nobody overtakes
     assert tasks_.worker.between(0, s - 1).all()
-    # a worker serves one task at a time (so never more than s are busy); with a
-    # departure barrier it is held until its job departs
+    assert (jobs_.completed <= jobs_.tasks).all()
+    # a worker serves one task at a time; with a departure barrier it is held until its job departs
     hold = tasks_.merge(jobs_[["job", "departure", "barrier"]], on="job")
     until = np.where((barriers == 2) & hold.barrier, hold.departure, hold.end)
     for _, g in hold.assign(until=until).sort_values(["worker", "start", "until"]).groupby("worker"):
@@ -205,23 +419,19 @@ def test_invariants_on_random_systems(s, data):
 
 
 def test_unstable_load_is_refused_with_the_limit_and_allowed_on_request():
-    cfg = SimulationConfig(servers=16, tasks=4, arrival_rate=4.0)
+    cfg = S(servers=16, tasks=4, arrival_rate=4.0)
     with pytest.raises(bq.ParameterError, match=r"stability limit lambda_max = 3\.60337 \(closed-form\)"):
         simulate(cfg, jobs=1000)
-    res = simulate(cfg, jobs=100_000, seed=1, allow_unstable=True)
-    summary = res.summary()
+    summary = simulate(cfg, jobs=100_000, seed=1, allow_unstable=True).summary()
     assert summary["stable"] is False and summary["stability"]["drifting"]
-    assert res.seconds < 30
 
 
 def test_unknown_limit_falls_back_to_drift_detection():
-    # hybrid system beyond saturation: no analytic limit, the drift test flags it
-    cfg = SimulationConfig(servers=8, tasks=4, barrier_fraction=0.5, arrival_rate=2.5)
-    assert cfg.analytic_limit() is None
+    cfg = S(servers=8, tasks=4, barrier_fraction=0.5, arrival_rate=2.5)
+    assert bq.known_limit(cfg) is None
     summary = simulate(cfg, jobs=50_000, seed=2).summary()
     assert summary["stable"] is False and summary["stability"]["kendall_tau"] > 0.9
-    ok = simulate(SimulationConfig(servers=8, tasks=4, barrier_fraction=0.5, arrival_rate=1.0),
-                  jobs=50_000, seed=2).summary()
+    ok = simulate(S(servers=8, tasks=4, barrier_fraction=0.5, arrival_rate=1.0), jobs=50_000, seed=2).summary()
     assert ok["stable"] is True
 
 
@@ -234,30 +444,59 @@ def test_paper_overhead_mean_formula_against_samples():
 
 
 def test_event_overhead_starts_blocked_jobs_at_ticks_or_arrivals():
-    cfg = SimulationConfig(servers=4, tasks=2, arrival_rate=1.2, overhead="event", revive_interval=1.0)
+    cfg = S(servers=4, tasks=2, arrival_rate=1.2, overhead="event", revive_interval=1.0)
     rng = np.random.default_rng(11)
     phase = rng.uniform(0, 1)
-    rep = run_replication(cfg, 4000, np.random.default_rng(11))
-    plain = run_replication(SimulationConfig(servers=4, tasks=2, arrival_rate=1.2), 4000,
-                            np.random.default_rng(12))
+    rep = run_replication(cfg, 4000, np.random.default_rng(11), keep_jobs=True, warmup=0)
+    plain = run_replication(S(servers=4, tasks=2, arrival_rate=1.2), 4000, np.random.default_rng(12),
+                            keep_jobs=True, warmup=0)
     delayed = rep.start > np.maximum(rep.arrival, np.r_[0.0, rep.start[:-1]])
-    on_tick = np.isclose(((rep.start - phase) / 1.0) % 1.0, 0.0, atol=1e-9) | \
-        np.isclose(((rep.start - phase) / 1.0) % 1.0, 1.0, atol=1e-9)
+    frac = ((rep.start - phase) / 1.0) % 1.0
+    on_tick = np.isclose(frac, 0.0, atol=1e-9) | np.isclose(frac, 1.0, atol=1e-9)
     on_arrival = np.isin(rep.start, rep.arrival)
     assert delayed.sum() > 100
     assert (on_tick | on_arrival)[delayed].all()
     assert np.mean(rep.start - rep.arrival) > np.mean(plain.start - plain.arrival)
 
 
+def test_spark_sync_releases_at_poll_ticks_of_each_task():
+    """EXTENSIONS.md 3 by hand: task i arriving at a_i resumes at a_i + P (floor((T - a_i)/P) + 1)."""
+    from barrier_queues.reference import service
+
+    d, done, useful, ends = service([0.2, 1.7, 0.5, 0.1, 0.1, 0.1], 3, phases=2, sync="spark", poll=1.0)
+    # phase 1 ends 0.2, 1.7, 0.5; T = 1.7; resumes 0.2 + 2 = 2.2, 1.7 + 1 = 2.7, 0.5 + 2 = 2.5
+    assert ends == pytest.approx([2.3, 2.8, 2.6]) and d == pytest.approx(2.8) and useful == pytest.approx(2.7)
+    d, *_ = service([0.2, 1.7, 0.5, 0.1, 0.1, 0.1], 3, phases=2, sync="ideal")
+    assert d == pytest.approx(1.8)
+
+
+def test_knee_release_by_hand():
+    from barrier_queues.reference import knee
+
+    # gaps 1, 1, 1, then 10: arr = 1, dev shrinks: the fourth completion is late -> knee after 3
+    t = [1.0, 2.0, 3.0, 13.0]
+    d, done = knee(t, min_fraction=0.5, min_wait=0.0)
+    assert done == 3
+    # after completion 3: dev = 0.75 * (0.75 * 0.5) = 0.28125 (arr stays 1), tau = 1 + 4 dev = 2.125
+    assert d == pytest.approx(3.0 + 2.125)
+    assert knee(t, min_fraction=1.0, min_wait=0.0) == (13.0, 4)        # f = 1: no early release
+    assert knee(t, min_fraction=0.5, min_wait=6.0) == (13.0, 4)        # the knee comes before w
+    # f k = 0.3 * 10 = 3.0000000000000004 in floating point: ceil must still give 3
+    assert math.ceil(0.3 * 10 - 1e-12) == 3
+
+
 def test_summary_has_the_documented_fields():
-    s = simulate(SimulationConfig(**SYSTEMS["1-barrier"]), jobs=20_000, seed=1).summary()
-    for key in ("jobs", "utilization", "mean_waiting", "mean_sojourn", "mean_execution", "quantiles",
-                "ci", "jobs_per_second", "stable"):
+    s = simulate(S(**CENTRAL["1-barrier"]), jobs=20_000, seed=1).summary()
+    for key in ("jobs", "utilization", "useful_utilization", "mean_completed_tasks", "mean_waiting", "mean_sojourn",
+                "mean_execution", "quantiles", "ci", "jobs_per_second", "stable", "warmup", "quantile_accuracy"):
         assert key in s
     assert set(s["quantiles"]["waiting"]) == {"0.5", "0.9", "0.99", "0.999"}
-    assert s["ci"]["method"].startswith("batch-means")
+    assert s["ci"]["method"].startswith("t interval over 20 batch means")
+    assert s["ci"]["waiting_batches"]["batches"] == 20
     q = s["quantiles"]["sojourn"]
     assert q["0.5"] <= q["0.9"] <= q["0.99"] <= q["0.999"]
+    sampled = simulate(S(**SAMPLED["barrier"]), jobs=20_000, seed=1).summary()
+    assert 0 < sampled["held_share"] < 1
 
 
 @pytest.mark.parametrize("kwargs, fragment", [
@@ -266,33 +505,64 @@ def test_summary_has_the_documented_fields():
     (dict(servers=8, tasks_pmf={4: 0.5, 12: 0.5}), "tasks_pmf value k must be an integer with 1 <= "),
     (dict(servers=8, tasks_pmf={2: 0.5, 4: 0.6}), "tasks_pmf probabilities must sum to 1"),
     (dict(servers=8, tasks_pmf="2-0.5"), "tasks_pmf must look like '4:0.5,12:0.5'"),
-    (dict(servers=8, tasks_pmf={2: 1.0}, needed=1), "needed must be None with tasks_pmf"),
+    (dict(servers=8, tasks_pmf="2:0.5,2:0.5"), "tasks_pmf must name each k once"),
+    (dict(servers=8, tasks_pmf={2: 0.5, 3: 0.5}, needed=1), "needed must be None with tasks_pmf"),
     (dict(servers=8, tasks=4, needed=2, barrier_fraction=0.5), "needed must equal tasks"),
     (dict(servers=8, tasks=4, barrier_fraction=1.5), "barrier_fraction must be a number with 0 <="),
+    (dict(servers=8, tasks=4, barrier_fraction=0.0, barriers=2), "barriers must be 1 when barrier_fraction = 0"),
     (dict(servers=8, tasks=4, arrival="bursty"), "arrival must be one of"),
     (dict(servers=8, tasks=4, overhead="spark"), "overhead must be one of"),
     (dict(servers=8, tasks=4, overhead="event"), "arrival_rate must be given (> 0) with a Spark overhead"),
     (dict(servers=8, tasks=4, arrival_rate=0.0), "arrival_rate must be a finite number > 0"),
-    (dict(servers=8, tasks=4, arrival_rate=1.0, revive_interval=0), "revive_interval must be a finite"),
+    (dict(servers=8, tasks=4, arrival_rate=1e300), "arrival_rate must lie within a factor 1e9"),
+    (dict(servers=8, tasks=4, arrival_rate=1.0, overhead="event", revive_interval=0), "revive_interval must be"),
+    (dict(servers=8, tasks=4, arrival_rate=1.0, revive_interval=0.5), "revive_interval must be None without"),
+    (dict(servers=8, tasks=4, release="knee", needed=3), "needed must equal tasks with release = 'knee'"),
+    (dict(servers=8, tasks=4, release="knee", min_fraction=0), "min_fraction must be a number with 0 <"),
+    (dict(servers=8, tasks=4, release="knee", min_fraction=1.5), "min_fraction must be a number with 0 <"),
+    (dict(servers=8, tasks=4, release="knee", min_wait=-1), "min_wait must be a finite number >= 0"),
+    (dict(servers=8, tasks=4, min_fraction=0.5), "min_fraction must be None unless release = 'knee'"),
+    (dict(servers=8, tasks=4, release="timeout"), "timeout must be given"),
+    (dict(servers=8, tasks=4, release="timeout", timeout=0), "timeout must be a finite number > 0"),
+    (dict(servers=8, tasks=4, timeout=2.0), "timeout must be None unless release = 'timeout'"),
+    (dict(servers=8, tasks=4, release="knee", barrier_fraction=0.5), "barrier_fraction must be 1 with release"),
+    (dict(servers=8, tasks=4, probe_ratio=2.0), "probe_ratio must be None with placement = 'central'"),
+    (dict(servers=8, tasks=4, placement="sample", probe_ratio=0.5), "probe_ratio must be a number >= 1"),
+    (dict(servers=8, tasks=4, placement="sample", overhead="event", arrival_rate=1.0), "overhead must be None with"),
+    (dict(servers=8, tasks=4, placement="everywhere"), "placement must be one of"),
+    (dict(servers=8, tasks=4, phases=0), "phases must be an integer >= 1"),
+    (dict(servers=8, tasks=4, sync="spark"), "sync must be None with phases = 1"),
+    (dict(servers=8, tasks=4, phases=2, sync="ideal", sync_poll=1.0), "sync_poll must be None with sync = 'ideal'"),
+    (dict(servers=8, tasks=4, phases=2, needed=2), "needed must equal tasks with phases > 1"),
+    (dict(servers=8, tasks=4, phases=2, release="knee"), "release must be 'fixed' with phases > 1"),
+    (dict(servers=8, tasks=4, phases=2, overhead="paper", arrival_rate=1.0), "overhead must be None or 'event'"),
+    (dict(servers=8, tasks=4, phases=10**6), "phases must be at most"),
+    (dict(servers=8, tasks=4, task_rate=2.0, task_dist="erlang:shape=2,rate=2"), "give at most one of task_rate"),
+    (dict(servers=10**7, tasks=4), "servers must be an integer with 1 <= servers <= 1,000,000"),
 ])
-def test_bad_configurations(kwargs, fragment):
+def test_bad_systems(kwargs, fragment):
     with pytest.raises(bq.ParameterError) as info:
-        SimulationConfig(**kwargs)
+        S(**kwargs)
     assert fragment in str(info.value)
+    assert "\n" not in str(info.value)
 
 
 def test_bad_run_arguments():
-    cfg = SimulationConfig(servers=8, tasks=4, arrival_rate=1.0)
-    with pytest.raises(bq.ParameterError, match="jobs must be an integer >= 2"):
+    cfg = S(servers=8, tasks=4, arrival_rate=1.0)
+    with pytest.raises(bq.ParameterError, match="jobs must be an integer with 2 <= jobs"):
         simulate(cfg, jobs=1)
-    with pytest.raises(bq.ParameterError, match="warmup must be an integer with 0 <= warmup <= jobs - 1"):
-        simulate(cfg, jobs=100, warmup=100)
-    with pytest.raises(bq.ParameterError, match="replications must be an integer >= 1"):
+    with pytest.raises(bq.ParameterError, match="warmup must be an integer with 0 <= warmup <= jobs - 2"):
+        simulate(cfg, jobs=100, warmup=99)
+    with pytest.raises(bq.ParameterError, match="replications must be an integer with 1 <= replications"):
         simulate(cfg, replications=0)
+    with pytest.raises(bq.ParameterError, match="seed must be an integer with 0 <= seed"):
+        simulate(cfg, jobs=100, seed=-3)
+    with pytest.raises(bq.ParameterError, match="seed must be an integer"):
+        simulate(cfg, jobs=100, seed=1.5)
     with pytest.raises(bq.ParameterError, match="arrival_rate must be given"):
-        simulate(SimulationConfig(servers=8, tasks=4))
-    with pytest.raises(bq.ParameterError, match="overhead must be None for a saturated run"):
-        saturated_throughput(SimulationConfig(servers=8, tasks=4, arrival_rate=1.0, overhead="paper"))
+        simulate(S(servers=8, tasks=4))
+    with pytest.raises(bq.ParameterError, match="overhead must be None or 'event' for a saturated run"):
+        saturated_throughput(S(servers=8, tasks=4, arrival_rate=1.0, overhead="paper"))
 
 
 def test_compare_with_exact_counts_and_errors():
@@ -304,8 +574,6 @@ def test_compare_with_exact_counts_and_errors():
 
 def test_event_overhead_only_delays_jobs_of_more_than_one_task():
     """A 1-task barrier job is launched by the freed executor's own offer (SPARK.md); k > 1 waits for a global one."""
-    from barrier_queues.reference import simulate_reference
-
     rng = np.random.default_rng(5)
     n = 3000
     arrivals = np.cumsum(rng.exponential(0.5, n))
