@@ -11,7 +11,7 @@ from barrier_queues.bounds import BoundProblem, bound, plan, spacing_model, two_
 
 
 def cfg(**kw):
-    return bq.SimulationConfig(**kw)
+    return bq.BarrierSystem(**kw)
 
 
 def test_mm1_decay_rate_is_mu_minus_lambda():
@@ -97,77 +97,24 @@ def test_sojourn_and_service_quantiles():
     assert big.sojourn_quantile >= big.service_quantile
 
 
-@pytest.mark.parametrize("form, limit", [("gigi", 1.0), ("gg", 3.0)])
-def test_bound_curve_of_fifty_points_is_fast(form, limit):
-    # measured on the 2-core reference machine: 0.12 s (GI|GI) and 1.0 s (G|G); the
-    # limits leave room for a loaded CI machine while catching a real regression
-    import time
-
-    t0 = time.perf_counter()
-    for lam in np.linspace(0.1, 1.4, 50):
-        bound(cfg(servers=16, tasks=8, arrival_rate=float(lam)), 1e-3, form)
-    assert time.perf_counter() - t0 < limit
-
-
-def _random_points(n, seed):
-    rng = np.random.default_rng(seed)
-    points = []
-    while len(points) < n:
-        s = int(rng.integers(2, 33))
-        kind = rng.choice(["barrier", "hybrid", "heterogeneous"])
-        kwargs = {"servers": s}
-        if kind == "heterogeneous":
-            k1, k2 = sorted(rng.choice(np.arange(1, s + 1), size=2, replace=False).tolist()) if s > 1 else (1, 1)
-            q = float(rng.uniform(0.1, 0.9))
-            kwargs["tasks_pmf"] = {int(k1): q, int(k2): 1 - q}
-        else:
-            kwargs["tasks"] = int(rng.integers(1, s + 1))
-            if kind == "hybrid":
-                kwargs["barrier_fraction"] = float(rng.uniform(0.05, 0.95))
-        mean_spacing = spacing_model(cfg(arrival_rate=1.0, **kwargs)).mean()
-        load = float(rng.uniform(0.1, 0.85))          # E[spacing] x lambda
-        points.append(cfg(arrival_rate=load / mean_spacing, **kwargs))
-    return points
-
-
-def _violations(c, summary):
-    out = []
-    for eps in (1e-2, 1e-3):
-        q = str(1 - eps)
-        for form in ("gigi", "gg"):
-            b = bound(c, eps, form)
-            for metric, limit in (("waiting", b.waiting_quantile), ("sojourn", b.sojourn_quantile)):
-                upper = summary["quantile_ci"][metric][q][1]
-                if upper > limit + 1e-9:
-                    out.append((eps, form, metric, upper, limit))
-    return out
-
-
 @pytest.mark.slow
-def test_simulated_quantiles_never_exceed_the_bounds_at_fifty_random_points():
-    # 8 independent replications per point, 95 % t-intervals for the quantiles.
-    # Sequential check: a point whose interval reaches above a bound is simulated
-    # again with more jobs (8x, then 50x; fixed seeds) and judged on the last
-    # run. A real violation persists (the estimate converges above the bound); a
-    # wide interval from correlated heavy-load runs, or from a nearly tight bound
-    # (small s), does not.
-    points = _random_points(50, seed=20251214)
-    results = bq.simulate_many(points, jobs=100_000, replications=8, seed=7, progress=False)
-    refined = 0
-    ratios = []
-    for i, (c, res) in enumerate(zip(points, results, strict=True)):
-        summary = res.summary(level=0.95)
-        refined += bool(_violations(c, summary))
-        for jobs in (800_000, 5_000_000):
-            if not _violations(c, summary):
-                break
-            summary = bq.simulate(c, jobs=jobs, replications=8, seed=1000 + i,
-                                  progress=False).summary(level=0.95)
-        assert not _violations(c, summary), (c, _violations(c, summary))
-        for eps in (1e-2, 1e-3):
-            ratios.append(bound(c, eps).sojourn_quantile / summary["quantiles"]["sojourn"][str(1 - eps)])
-    assert min(ratios) >= 1.0
-    assert refined <= 15       # most points are decided at the first sample size
+def test_simulated_quantiles_never_exceed_the_bounds_at_fifty_random_points_up_to_095_of_the_limit():
+    """50 random stable points (barrier, hybrid, heterogeneous k), loads up to 0.95 of the stability limit,
+    eps = 1e-2 and 1e-3, both forms: no simulated quantile's 95 % interval lies above a bound (points whose
+    interval is not below a bound are simulated again with 8x and 50x the jobs; a real violation persists).
+    Where the interval still contains the bound ("tight"), the bound must be the GI|GI one within 3 % of the
+    estimate: the G|G form is never that tight. The margins are reported by the bounds chapter."""
+    from barrier_queues.bounds import random_point_check
+
+    table = random_point_check(50, seed=20251214, jobs=100_000, replications=10, max_load=0.95)
+    assert len(table.point.unique()) == 50 and table.load.max() > 0.9
+    assert set(table.verdict) <= {"below", "tight", "violation"}
+    assert (table.verdict != "violation").all(), table[table.violation]
+    below = table[table.verdict == "below"]
+    assert (below.margin >= 1.0).all() and len(below) >= 0.95 * len(table)
+    tight = table[table.verdict == "tight"]
+    assert (tight.form == "gigi").all() and ((tight.margin - 1).abs() < 0.03).all(), tight
+    assert table.refined.sum() <= 0.4 * len(table)    # most points are decided at the first sample size
 
 
 def test_two_barrier_mean_waiting_exact_cases():

@@ -29,16 +29,15 @@ for ``c = 1`` and the Allen-Cunneen approximation for ``c > 1``.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import optimize, special
 
-from ._validation import ParameterError, check_choice, check_positive, check_probability
-from .distributions import Exponential
+from ._validation import ParameterError, check_choice, check_int, check_positive, check_probability
 from .order_stats import exp_order_stat_mean, exp_order_stat_var
-from .simulate import SimulationConfig
+from .system import BarrierSystem, as_system, exponential_rate, require
 
 FORMS = ("gigi", "gg")
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(96)
@@ -86,10 +85,8 @@ class SpacingModel:
             if self.p < 1:
                 terms.append(-k * np.log1p(-th / (s * mu)))
                 weights.append(1 - self.p)
-            per_k.append(special.logsumexp(np.stack(terms), axis=0,
-                                           b=np.reshape(weights, (-1,) + (1,) * th.ndim)))
-        total = special.logsumexp(np.stack(per_k), axis=0,
-                                  b=np.reshape(self.pk, (-1,) + (1,) * th.ndim))
+            per_k.append(_logsumexp(np.stack(terms), np.reshape(weights, (-1,) + (1,) * th.ndim)))
+        total = _logsumexp(np.stack(per_k), np.reshape(self.pk, (-1,) + (1,) * th.ndim))
         return np.where(ok, total, np.inf)
 
     def mgf(self, theta):
@@ -105,26 +102,31 @@ class SpacingModel:
         return total
 
 
-def spacing_model(config: SimulationConfig) -> SpacingModel:
-    """The spacing law of ``config``; raises if the bounds do not apply to it.
+def _logsumexp(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``log(sum_i b_i exp(a_i))`` over the first axis, without overflow (b > 0)."""
+    top = np.max(a, axis=0)
+    top = np.where(np.isfinite(top), top, 0.0)
+    return top + np.log(np.sum(b * np.exp(a - top), axis=0))
+
+
+def spacing_model(system: BarrierSystem) -> SpacingModel:
+    """The spacing law of ``system``; raises if the bounds do not apply to it.
 
     The bounds cover 1-barrier systems with exponential tasks, conventional
-    jobs (l = k), any mix of barrier and non-barrier jobs and any pmf of k.
+    jobs (l = k) in one phase, any mix of barrier and non-barrier jobs and
+    any pmf of k, under the central queue without an overhead model.
     """
-    if config.barriers != 1:
+    system = as_system(system)
+    if system.barriers != 1:
         raise ParameterError("barriers must be 1 for the network-calculus bounds (got 2); "
                              "2-barrier systems are M/G/c queues: see two_barrier_mean_waiting")
-    if not isinstance(config.task_dist, Exponential):
-        raise ParameterError("task_dist must be exponential for the bounds (got "
-                             f"{config.task_dist.describe()['law']!r}): Corollary 1 needs memoryless tasks")
-    if config.stragglers:
-        raise ParameterError(f"needed must equal tasks for the bounds (got needed = {config.needed}, "
-                             f"tasks = {config.tasks})")
-    if config.overhead is not None:
-        raise ParameterError(f"overhead must be None for the bounds (got {config.overhead!r})")
-    return SpacingModel(config.servers, tuple(int(k) for k in config._ks),
-                        tuple(float(p) for p in config._pk), config.barrier_fraction,
-                        config.task_dist.rate)
+    rate = exponential_rate(system, "the bounds (Corollary 1 needs memoryless tasks)")
+    if system.stragglers:
+        raise ParameterError(f"needed must equal tasks for the bounds (got needed = {system.needed}, "
+                             f"tasks = {system.tasks})")
+    require(system, "the bounds", overhead=None, release="fixed", phases=1, placement="central")
+    return SpacingModel(system.servers, tuple(int(k) for k in system.ks), tuple(float(p) for p in system.pk),
+                        system.barrier_fraction, rate)
 
 
 def poisson_arrival_log_mgf(rate: float) -> Callable:
@@ -165,8 +167,8 @@ class WaitingBound:
 class BoundProblem:
     """Bounds of one system: spacing law, arrival law and the function ``log m``."""
 
-    def __init__(self, config: SimulationConfig, arrival_log_mgf: Callable | None = None):
-        self.config = config
+    def __init__(self, system: BarrierSystem, arrival_log_mgf: Callable | None = None):
+        config = self.config = self.system = as_system(system)
         self.spacing = spacing_model(config)
         if config.arrival_rate is None:
             raise ParameterError("arrival_rate must be given (> 0) for a bound (got None)")
@@ -201,6 +203,8 @@ class BoundProblem:
                                      "bound (theta* underflows)")
         if self.log_m(hi) <= 0:          # the MGF stays finite up to the edge
             return float(hi)
+        from scipy import optimize
+
         return float(optimize.brentq(lambda t: float(self.log_m(t)), lo, hi, xtol=1e-14 * sup,
                                      rtol=1e-14, maxiter=500))
 
@@ -308,6 +312,8 @@ def _minimize_on_interval(f: Callable, lo: float, hi: float) -> float:
     i = int(np.nanargmin(values))
     a = grid[i - 1] if i > 0 else lo + (hi - lo) * 1e-9
     b = grid[i + 1] if i + 1 < grid.size else hi
+    from scipy import optimize
+
     res = optimize.minimize_scalar(f, bounds=(a, b), method="bounded",
                                    options={"xatol": 1e-7 * (hi - lo)})
     return float(res.x) if res.fun <= values[i] else float(grid[i])
@@ -320,6 +326,8 @@ def _solve_decreasing(g: Callable, start: float) -> float:
         lo, hi = hi, 2 * hi
         if hi > 1e12:
             raise ParameterError("the quantile bound does not exist (the tail bound stays above epsilon)")
+    from scipy import optimize
+
     return float(optimize.brentq(g, lo, hi, xtol=1e-12, rtol=1e-12))
 
 
@@ -341,13 +349,13 @@ class Bound:
         return asdict(self)
 
 
-def bound(config: SimulationConfig, epsilon: float, form: str = "gigi",
+def bound(config: BarrierSystem, epsilon: float, form: str = "gigi",
           arrival_log_mgf: Callable | None = None) -> Bound:
     """Quantile bounds for a 1-barrier system (paper Theorem 1, eqs. 35-39).
 
     Parameters
     ----------
-    config : SimulationConfig
+    config : BarrierSystem
         1-barrier, exponential tasks, l = k; ``barrier_fraction`` and
         ``tasks_pmf`` give hybrid and heterogeneous systems.
     epsilon : float
@@ -361,7 +369,7 @@ def bound(config: SimulationConfig, epsilon: float, form: str = "gigi",
 
     Examples
     --------
-    >>> cfg = SimulationConfig(servers=16, tasks=8, arrival_rate=1.0)   # rho = 0.5
+    >>> cfg = BarrierSystem(servers=16, tasks=8, arrival_rate=1.0)   # rho = 0.5
     >>> round(bound(cfg, 1e-3).waiting_quantile, 2)
     6.91
     """
@@ -375,6 +383,33 @@ def _bound(problem: BoundProblem, epsilon: float, form: str) -> Bound:
                  sojourn_theta, problem.theta_star, problem.spacing.mean())
 
 
+def erlang_c(servers: int, offered: float) -> float:
+    """Erlang's C formula: the probability that an arrival to an M/M/c queue waits.
+
+    ``C(c, a) = (a^c / c!) / (1 - rho) / (sum_{n<c} a^n / n! + (a^c / c!) / (1 - rho))``
+    with ``rho = a / c < 1``, evaluated in log space (no overflow for large c).
+    """
+    c = check_int("servers", servers, low=1)
+    a = check_positive("offered", offered)
+    rho = a / c
+    if rho >= 1:
+        raise ParameterError(f"offered must be below servers = {c} for Erlang C (got {a!r})")
+    n = np.arange(c)
+    log_terms = n * math.log(a) - np.array([math.lgamma(i + 1) for i in n]) if c <= 4096 else \
+        n * math.log(a) - _lgamma_range(c)
+    log_top = c * math.log(a) - math.lgamma(c + 1) - math.log1p(-rho)
+    top = max(float(log_terms.max()), log_top)
+    denominator = float(np.sum(np.exp(log_terms - top))) + math.exp(log_top - top)
+    return math.exp(log_top - top) / denominator
+
+
+def _lgamma_range(c: int) -> np.ndarray:
+    """``lgamma(n + 1)`` for n = 0..c-1 (cumulative sums of logs)."""
+    out = np.zeros(c)
+    out[1:] = np.cumsum(np.log(np.arange(1, c)))
+    return out
+
+
 def two_barrier_mean_waiting(servers: int, tasks: int, arrival_rate: float, needed: int | None = None,
                              task_rate: float = 1.0) -> dict:
     """Mean waiting and sojourn time of a 2-barrier (s,k,l) system, an M/G/c queue.
@@ -383,28 +418,46 @@ def two_barrier_mean_waiting(servers: int, tasks: int, arrival_rate: float, need
     For ``c = 1`` the Pollaczek-Khinchine formula
     ``E[W] = lambda E[S^2] / (2 (1 - rho))`` is exact; for ``c > 1`` this uses
     the Allen-Cunneen approximation ``E[W] ~ C(c, a) / (c/E[S] - lambda)
-    (1 + c_S^2) / 2`` (Erlang C times the squared-coefficient-of-variation
+    (1 + c_S^2) / 2`` (:func:`erlang_c` times the squared-coefficient-of-variation
     correction), which is exact for exponential service and for c = 1.
     """
-    cfg = SimulationConfig(servers=servers, tasks=tasks, needed=needed, barriers=2,
-                           arrival_rate=arrival_rate, task_rate=task_rate)
-    c = cfg.servers // cfg.tasks
-    mean_s = exp_order_stat_mean(cfg.needed, cfg.tasks, task_rate)
-    cs2 = exp_order_stat_var(cfg.needed, cfg.tasks, task_rate) / mean_s**2
-    a = arrival_rate * mean_s
+    system = BarrierSystem(servers=servers, tasks=tasks, needed=needed, barriers=2, arrival_rate=arrival_rate,
+                           task_rate=task_rate)
+    c = system.parallel_jobs
+    mean_s = exp_order_stat_mean(system.needed, system.tasks, system.task_rate)
+    cs2 = exp_order_stat_var(system.needed, system.tasks, system.task_rate) / mean_s**2
+    a = system.arrival_rate * mean_s
     rho = a / c
     if rho >= 1:
         raise ParameterError(f"arrival_rate must be below c / E[S] = {c / mean_s:.6g} for this "
-                             f"2-barrier system (got {arrival_rate:.6g})")
-    top = a**c / math.factorial(c) / (1 - rho)
-    erlang_c = top / (sum(a**n / math.factorial(n) for n in range(c)) + top)
-    wait = erlang_c / (c / mean_s - arrival_rate) * (1 + cs2) / 2
+                             f"2-barrier system (got {system.arrival_rate:.6g})")
+    wait = erlang_c(c, a) / (c / mean_s - system.arrival_rate) * (1 + cs2) / 2
     return {"mean_waiting": wait, "mean_sojourn": wait + mean_s, "servers_c": c, "rho": rho,
             "method": "pollaczek-khinchine (exact)" if c == 1 else "allen-cunneen (approximation)"}
 
 
+#: plan evaluates every k up to this many servers, a logarithmic grid plus refinement beyond
+PLAN_ALL_K = 128
+#: the most candidate (k, l) pairs plan simulates
+PLAN_MAX_SIMULATED = 200
+
+
+def _plan_candidates(servers: int, barriers: int) -> list[int]:
+    if barriers == 2:
+        divisors = [k for k in range(1, math.isqrt(servers) + 1) if servers % k == 0]
+        ks = sorted(set(divisors + [servers // k for k in divisors]))
+        if len(ks) <= PLAN_ALL_K:
+            return ks
+        idx = np.unique(np.round(np.geomspace(1, len(ks), PLAN_ALL_K)).astype(int) - 1)
+        return [ks[i] for i in idx]
+    if servers <= PLAN_ALL_K:
+        return list(range(1, servers + 1))
+    return sorted(set(np.unique(np.round(np.geomspace(1, servers, PLAN_ALL_K)).astype(int)).tolist()))
+
+
 def plan(servers: int, utilization: float, epsilon: float = 0.01, barriers: int = 1, form: str = "gigi",
-         simulate_jobs: int = 0, replications: int = 4, seed=None, min_needed_fraction: float = 1.0) -> dict:
+         simulate_jobs: int = 0, replications: int = 10, seed=None, min_needed_fraction: float = 1.0,
+         progress: bool | None = None) -> dict:
     """The degree of parallelism k (and l for 2-barrier systems) that minimises delay.
 
     Uses the paper's scaling (MODEL.md section 6): a job is a fixed amount of
@@ -421,48 +474,89 @@ def plan(servers: int, utilization: float, epsilon: float = 0.01, barriers: int 
       jobs): with exponential tasks ``l = 1`` always wins on delay, at the
       price of discarding almost all the work (paper section II-E).
 
+    Bounded work: every k for ``s <= 128``; beyond, 128 values of k on a
+    logarithmic grid, then 128 evenly spaced k between the best one's
+    neighbours (every k when they are close).
+    A progress bar shows on a terminal (``progress``).
+
     Returns ``{"recommended": {...}, "curve": DataFrame}``.
     """
     import pandas as pd
 
     from .simulate import simulate_many
 
+    base = BarrierSystem(servers=servers, tasks=1, arrival_rate=1.0)       # validates servers
+    servers = base.servers
     rho = check_positive("utilization", utilization)
     if rho >= 1:
         raise ParameterError(f"utilization must be a number with 0 < utilization < 1 (got {rho!r})")
     check_choice("barriers", barriers, (1, 2))
+    check_choice("form", form, FORMS)
+    eps = check_probability("epsilon", epsilon, open_low=True, open_high=True)
     check_probability("min_needed_fraction", min_needed_fraction, open_low=True)
-    rows, configs = [], []
-    for k in range(1, int(servers) + 1):
-        mu = k / servers
-        if barriers == 1:
-            cfg = SimulationConfig(servers=servers, tasks=k, arrival_rate=rho, task_rate=mu)
-            try:
-                b = bound(cfg, epsilon, form)
-            except ParameterError:
-                continue                      # the bound needs E[spacing] < 1 / lambda
-            rows.append({"tasks": k, "needed": k, "k/s": k / servers,
-                         "sojourn_bound": b.sojourn_quantile, "waiting_bound": b.waiting_quantile})
-            configs.append(cfg)
-        elif servers % k == 0:
-            for l_ in range(max(1, math.ceil(min_needed_fraction * k - 1e-9)), k + 1):
+    simulate_jobs = check_int("simulate_jobs", simulate_jobs, low=0)
+    show = sys.stderr.isatty() if progress is None else progress
+
+    def evaluate(ks):
+        rows, systems = [], []
+        bar = None
+        if show:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(ks), desc="plan: k", leave=False)
+        for k in ks:
+            mu = k / servers
+            if barriers == 1:
+                system = BarrierSystem(servers=servers, tasks=k, arrival_rate=rho, task_rate=mu)
                 try:
-                    approx = two_barrier_mean_waiting(servers, k, rho, l_, mu)
+                    b = bound(system, eps, form)
                 except ParameterError:
-                    continue
-                rows.append({"tasks": k, "needed": l_, "k/s": k / servers,
-                             "mean_sojourn_model": approx["mean_sojourn"], "model": approx["method"]})
-                configs.append(SimulationConfig(servers=servers, tasks=k, needed=l_, barriers=2,
-                                                arrival_rate=rho, task_rate=mu))
-    if not rows:
-        raise ParameterError(f"utilization = {rho} is beyond the stability limit of every k for "
-                             f"servers = {servers}")
-    curve = pd.DataFrame(rows)
+                    pass                         # the bound needs E[spacing] < 1 / lambda
+                else:
+                    rows.append({"tasks": k, "needed": k, "k/s": k / servers,
+                                 "sojourn_bound": b.sojourn_quantile, "waiting_bound": b.waiting_quantile})
+                    systems.append(system)
+            else:
+                for l_ in range(max(1, math.ceil(min_needed_fraction * k - 1e-9)), k + 1):
+                    try:
+                        approx = two_barrier_mean_waiting(servers, k, rho, l_, mu)
+                    except ParameterError:
+                        continue
+                    rows.append({"tasks": k, "needed": l_, "k/s": k / servers,
+                                 "mean_sojourn_model": approx["mean_sojourn"], "model": approx["method"]})
+                    systems.append(BarrierSystem(servers=servers, tasks=k, needed=l_, barriers=2, arrival_rate=rho,
+                                                 task_rate=mu))
+            if bar is not None:
+                bar.update()
+        if bar is not None:
+            bar.close()
+        return rows, systems
+
     key = "sojourn_bound" if barriers == 1 else "mean_sojourn_model"
+    candidates = _plan_candidates(servers, barriers)
+    rows, systems = evaluate(candidates)
+    if rows and barriers == 1 and servers > PLAN_ALL_K:      # refine between the best k's grid neighbours
+        best_k = min(rows, key=lambda r: r[key])["tasks"]
+        i = candidates.index(best_k)
+        lo, hi = candidates[max(i - 1, 0)], candidates[min(i + 1, len(candidates) - 1)]
+        finer = np.unique(np.round(np.linspace(lo, hi, PLAN_ALL_K)).astype(int)).tolist()
+        extra = [k for k in finer if k not in candidates]
+        more_rows, more_systems = evaluate(extra)
+        rows += more_rows
+        systems += more_systems
+    if not rows:
+        raise ParameterError(f"utilization = {rho} is beyond the stability limit of every k for servers = {servers}")
+    order = np.argsort([r["tasks"] * (servers + 1) + r["needed"] for r in rows], kind="stable")
+    rows = [rows[i] for i in order]
+    systems = [systems[i] for i in order]
+    curve = pd.DataFrame(rows)
     if simulate_jobs:
-        results = simulate_many(configs, jobs=simulate_jobs, replications=replications, seed=seed,
-                                progress=False, allow_unstable=True)
-        q = str(1 - epsilon) if str(1 - epsilon) in ("0.5", "0.9", "0.99", "0.999") else None
+        if len(systems) > PLAN_MAX_SIMULATED:
+            raise ParameterError(f"simulate_jobs needs at most {PLAN_MAX_SIMULATED} candidate (k, l) pairs "
+                                 f"(got {len(systems)}); raise min_needed_fraction or simulate a few k directly")
+        results = simulate_many(systems, jobs=simulate_jobs, replications=replications, seed=seed,
+                                progress=show, allow_unstable=True)
+        q = next((str(x) for x in (0.5, 0.9, 0.99, 0.999) if abs(x - (1 - eps)) < 1e-12), None)
         sims = [r.summary() for r in results]
         curve["mean_sojourn_sim"] = [x["mean_sojourn"] for x in sims]
         if q is not None:
@@ -476,10 +570,12 @@ def plan(servers: int, utilization: float, epsilon: float = 0.01, barriers: int 
     best = curve.loc[curve[key].idxmin()]
     return {"recommended": {"tasks": int(best.tasks), "needed": int(best.needed), "criterion": key,
                             "value": float(best[key])},
-            "curve": curve.reset_index(drop=True)}
+            "curve": curve.reset_index(drop=True), "evaluated": int(len(rows)),
+            "grid": "every k" if servers <= PLAN_ALL_K or barriers == 2 and len(candidates) < PLAN_ALL_K
+            else f"{PLAN_ALL_K} k on a logarithmic grid, refined around the best"}
 
 
-def bounds_versus_simulation(configs: list, epsilon: float, jobs: int = 50_000, replications: int = 4,
+def bounds_versus_simulation(configs: list, epsilon: float, jobs: int = 50_000, replications: int = 10,
                              seed=None, forms=FORMS, progress: bool | None = False):
     """Bounds and simulation of each configuration, one row per configuration.
 
@@ -488,7 +584,9 @@ def bounds_versus_simulation(configs: list, epsilon: float, jobs: int = 50_000, 
     from simulation (:func:`barrier_queues.simulate_many`; ``epsilon`` must be
     0.5, 0.1, 0.01 or 0.001) the quantiles ``waiting_sim``, ``sojourn_sim``,
     ``execution_sim`` with 95 % intervals (``*_ci``), the means ``mean_*`` with
-    intervals, and the tightness ``sojourn_bound_gigi / sojourn_sim``.
+    intervals, and the tightness ``sojourn_bound_gigi / sojourn_sim`` (and
+    ``waiting_tightness``, the same for the waiting time: infinite where the
+    simulated quantile is 0, i.e. at light load most jobs do not wait).
     """
     import pandas as pd
 
@@ -519,5 +617,114 @@ def bounds_versus_simulation(configs: list, epsilon: float, jobs: int = 50_000, 
         row["stable_sim"] = summary["stable"]
         if "sojourn_bound_gigi" in row:
             row["tightness"] = row["sojourn_bound_gigi"] / row["sojourn_sim"]
+            row["waiting_tightness"] = (row["waiting_bound_gigi"] / row["waiting_sim"] if row["waiting_sim"] > 0
+                                        else float("inf"))
         rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def random_points(n: int, seed, max_load: float = 0.95, min_load: float = 0.1) -> tuple[list, list]:
+    """``n`` random 1-barrier systems the bounds cover: s in 2..32; pure barrier (fixed k), hybrid (random
+    barrier fraction) or heterogeneous (two values of k); load ``lambda E[spacing]`` uniform in
+    ``[min_load, max_load]`` (for pure barrier jobs, the fraction of the stability limit). Returns
+    ``(systems, loads)``."""
+    rng = np.random.default_rng(seed)
+    systems, loads = [], []
+    while len(systems) < n:
+        s = int(rng.integers(2, 33))
+        kind = rng.choice(["barrier", "hybrid", "heterogeneous"])
+        kwargs = {"servers": s}
+        if kind == "heterogeneous":
+            k1, k2 = sorted(rng.choice(np.arange(1, s + 1), size=2, replace=False).tolist())
+            q = float(rng.uniform(0.1, 0.9))
+            kwargs["tasks_pmf"] = {int(k1): q, int(k2): 1 - q}
+        else:
+            kwargs["tasks"] = int(rng.integers(1, s + 1))
+            if kind == "hybrid":
+                kwargs["barrier_fraction"] = float(rng.uniform(0.05, 0.95))
+        mean_spacing = spacing_model(BarrierSystem(arrival_rate=1.0, **kwargs)).mean()
+        load = float(rng.uniform(min_load, max_load))
+        systems.append(BarrierSystem(arrival_rate=load / mean_spacing, **kwargs))
+        loads.append(load)
+    return systems, loads
+
+
+def random_point_check(n: int = 50, seed=20251214, jobs: int = 100_000, replications: int = 10,
+                       max_load: float = 0.95, epsilons=(1e-2, 1e-3), forms=FORMS, refine=(8, 50),
+                       progress: bool | None = False):
+    """Bounds against simulation at ``n`` random points (:func:`random_points`), with the margins.
+
+    One row per point, epsilon, form and metric (waiting, sojourn): the
+    bound, the simulated quantile and its 95 % interval (t over
+    ``replications``), the margin ``bound / simulated quantile`` and the
+    ``verdict``: ``below`` (the interval lies below the bound), ``violation``
+    (it lies above: the bound fails) or ``tight`` (it contains the bound, so
+    the simulation cannot tell them apart). A point with a ``tight`` or
+    ``violation`` row is simulated again with ``refine`` times the jobs
+    (fixed seeds) and judged on the last run: a real violation persists,
+    while a wide interval of a correlated heavy-load run shrinks to one side.
+    ``violation`` (bool) repeats ``verdict == "violation"``; ``refined`` says
+    which points needed a longer run. Near the stability limit the GI|GI bound
+    is nearly exact for jobs of k close to s, and ``tight`` rows remain there.
+    """
+    import pandas as pd
+
+    from .simulate import simulate, simulate_many
+
+    systems, loads = random_points(n, seed, max_load)
+    results = simulate_many(systems, jobs=jobs, replications=replications, seed=seed, progress=progress)
+
+    def rows_for(i, system, summary, used_jobs, refined):
+        out = []
+        for eps in epsilons:
+            q = str(1 - eps)
+            for form in forms:
+                b = bound(system, eps, form)
+                for metric, limit in (("waiting", b.waiting_quantile), ("sojourn", b.sojourn_quantile)):
+                    est = summary["quantiles"][metric][q]
+                    lower, upper = summary["quantile_ci"][metric][q]
+                    verdict = "below" if upper <= limit else "violation" if lower > limit else "tight"
+                    out.append({"point": i, "servers": system.servers, "kind": system.kind(), "load": loads[i],
+                                "epsilon": eps, "form": form, "metric": metric, "bound": limit, "simulated": est,
+                                "simulated_lower": lower, "simulated_upper": upper,
+                                "margin": limit / est if est > 0 else float("inf"), "verdict": verdict,
+                                "violation": verdict == "violation", "refined": refined, "jobs": used_jobs})
+        return out
+
+    rows = []
+    for i, (system, res) in enumerate(zip(systems, results, strict=True)):
+        summary, used, refined = res.summary(), jobs, False
+        for factor in refine:
+            if all(r["verdict"] == "below" for r in rows_for(i, system, summary, used, refined)):
+                break
+            refined, used = True, jobs * factor
+            summary = simulate(system, jobs=used, replications=replications,
+                               seed=np.random.SeedSequence([seed, i, factor]),
+                               progress=False).summary()
+        rows += rows_for(i, system, summary, used, refined)
+    return pd.DataFrame(rows)
+
+
+def form_ratio_grid(servers: int, utilizations, epsilon: float = 1e-3):
+    """The G|G bound against the GI|GI bound over k/s and load (paper section III-C).
+
+    Pure barrier jobs with the Spark scaling (task mean s/k, rho = lambda), every stable k: one row per
+    (utilization, k) with both forms' waiting and sojourn quantile bounds and their ratios ``gg / gigi``.
+    """
+    import pandas as pd
+
+    rows = []
+    for u in utilizations:
+        for k in range(1, int(servers) + 1):
+            system = BarrierSystem(servers=servers, tasks=k, arrival_rate=u, task_rate=k / servers)
+            try:
+                problem = BoundProblem(system)
+            except ParameterError:
+                continue                         # beyond the stability limit
+            gigi, gg = _bound(problem, epsilon, "gigi"), _bound(problem, epsilon, "gg")
+            rows.append({"utilization": u, "tasks": k, "k/s": k / servers,
+                         "waiting_gigi": gigi.waiting_quantile, "waiting_gg": gg.waiting_quantile,
+                         "sojourn_gigi": gigi.sojourn_quantile, "sojourn_gg": gg.sojourn_quantile,
+                         "waiting_ratio": gg.waiting_quantile / gigi.waiting_quantile,
+                         "sojourn_ratio": gg.sojourn_quantile / gigi.sojourn_quantile})
     return pd.DataFrame(rows)

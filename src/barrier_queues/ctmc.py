@@ -46,26 +46,46 @@ from .order_stats import exp_server_time_per_job
 MAX_STATES = 12_000_000
 
 
+#: count_feasible_states refuses when l x s exceeds this (its dynamic programme is O(l s))
+MAX_COUNT_WORK = 500_000_000
+
+
 def count_feasible_states(servers: int, tasks: int, needed: int | None = None) -> int:
     """Number of feasible backlogged states (paper eqs. 19-20), reachable or not.
 
     Counts partitions of ``b`` into parts in ``[k-l+1, k]`` for
-    ``s-k < b <= s`` by dynamic programming (cheap, exact Python integers).
+    ``s-k < b <= s`` by dynamic programming, one vectorised pass per part
+    size (O(l s) work, refused above 5e8 with a clear error). Exact below
+    2^53 (about 9e15); larger counts are rounded (they are only compared with
+    size limits).
     """
-    s, k, l_ = _check(servers, tasks, needed)
-    ways = [1] + [0] * s
+    return count_states(*_check(servers, tasks, needed))
+
+
+def count_states(s: int, k: int, l_: int) -> int:
+    """:func:`count_feasible_states` of validated ``(s, k, l)`` (e.g. the fields of a BarrierSystem)."""
+    if l_ == 1:
+        return 1                          # n_k = floor(s/k) is the only backlogged state
+    if l_ * s > MAX_COUNT_WORK:
+        raise ParameterError(f"the CTMC of (servers, tasks, needed) = ({s}, {k}, {l_}) is too large to count "
+                             f"its states (needed x servers = {l_ * s:,} > {MAX_COUNT_WORK:,}); use the simulator "
+                             "(saturated_throughput) for this size")
+    ways = np.zeros(s + 1)
+    ways[0] = 1.0
     for j in range(k - l_ + 1, k + 1):
-        for b in range(j, s + 1):
-            ways[b] += ways[b - j]
-    return sum(ways[s - k + 1:])
+        rows = -(-(s + 1) // j)
+        padded = np.zeros(rows * j)
+        padded[:s + 1] = ways
+        ways = np.cumsum(padded.reshape(rows, j), axis=0).ravel()[:s + 1]
+    total = float(ways[s - k + 1:].sum())
+    return int(total) if total < 2**63 else int(min(total, 2.0**1000))
 
 
 def _check(servers, tasks, needed):
-    s = check_int("servers", servers, low=1)
-    k = check_int("tasks", tasks, low=1, high=s, high_name=f"servers = {s}")
-    l_ = k if needed is None else check_int("needed", needed, low=1, high=k,
-                                            high_name=f"tasks = {k}")
-    return s, k, l_
+    from .system import BarrierSystem
+
+    system = BarrierSystem(servers, tasks, needed)
+    return system.servers, system.tasks, system.needed
 
 
 def _expand(rows: list[np.ndarray], b: np.ndarray, lo: np.ndarray, hi: np.ndarray, j: int):
@@ -237,8 +257,11 @@ def build_backlogged_chain(servers: int, tasks: int, needed: int | None = None,
                            max_states: int = MAX_STATES) -> BackloggedChain:
     """Enumerate the reachable states and all transitions (mu = 1)."""
     s, k, l_ = _check(servers, tasks, needed)
-    max_states = check_int("max_states", max_states, low=1)
-    feasible = count_feasible_states(s, k, l_)
+    return _build(s, k, l_, check_int("max_states", max_states, low=1))
+
+
+def _build(s: int, k: int, l_: int, max_states: int) -> BackloggedChain:
+    feasible = count_states(s, k, l_)
     if feasible > max_states:
         raise ParameterError(
             f"the CTMC of (servers, tasks, needed) = ({s}, {k}, {l_}) has {feasible:,} feasible "
@@ -360,7 +383,13 @@ def ctmc_stability(servers: int, tasks: int, needed: int | None = None,
     """
     s, k, l_ = _check(servers, tasks, needed)
     mu = check_positive("task_rate", task_rate, "(tasks per unit time)")
-    chain = build_backlogged_chain(s, k, l_, max_states=max_states)
+    return solve(s, k, l_, mu, check_int("max_states", max_states, low=1), method, keep_chain)
+
+
+def solve(s: int, k: int, l_: int, mu: float, max_states: int = MAX_STATES, method: str = "auto",
+          keep_chain: bool = False) -> CTMCStability:
+    """:func:`ctmc_stability` of validated parameters (e.g. the fields of a BarrierSystem; no checks)."""
+    chain = _build(s, k, l_, max_states)
     t0 = time.perf_counter()
     pi = chain.stationary(method)
     seconds_solve = time.perf_counter() - t0

@@ -25,15 +25,17 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-import pandas as pd
 
-from ._validation import ParameterError, check_choice
-from .ctmc import MAX_STATES, ctmc_stability
-from .distributions import Exponential, as_task_distribution
+from ._validation import ParameterError, check_choice, check_int
+from .distributions import Exponential
 from .order_stats import exp_order_stat_mean, exp_server_time_per_job, order_stat_mean, server_time_per_job
-from .system import BarrierSystem
+from .system import BarrierSystem, as_system
 
-METHODS = ("auto", "closed-form", "ctmc", "order-statistics")
+METHODS = ("auto", "closed-form", "ctmc", "order-statistics", "quadrature", "monte-carlo")
+#: the CTMC's default refusal threshold (feasible states), as in barrier_queues.ctmc.MAX_STATES
+MAX_STATES = 12_000_000
+#: known_limit uses the CTMC only up to this many feasible states (a quick answer before a simulation)
+QUICK_CTMC_STATES = 300_000
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,9 @@ class StabilityLimit:
     task_throughput : float
         Completed tasks per worker per mean task time at ``lambda_max``.
     method : str
-        ``"closed-form"``, ``"ctmc"`` or ``"order-statistics"``.
+        ``"closed-form"``, ``"ctmc"``, ``"order-statistics"``, ``"quadrature"``
+        (timeout release) or ``"monte-carlo"`` (knee release, Spark
+        ``barrier()``; then ``lambda_max_ci`` is a 95 % interval).
     states : int or None
         Reachable CTMC states when the CTMC was used.
     """
@@ -65,6 +69,7 @@ class StabilityLimit:
     task_throughput: float
     task_law: dict
     states: int | None = None
+    lambda_max_ci: tuple | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -88,37 +93,40 @@ def two_barrier_lambda_max(servers: int, tasks: int, needed: int | None = None,
     an M/G/c queue with ``c = floor(s/k)``.
     """
     system = BarrierSystem(servers, tasks, needed, barriers=2, task_rate=task_rate)
-    return system.parallel_jobs / exp_order_stat_mean(system.needed, system.tasks,
-                                                      system.task_rate)
+    return system.parallel_jobs / exp_order_stat_mean(system.needed, system.tasks, system.task_rate)
 
 
-def _limit(system: BarrierSystem, method: str, lam: float, total: float, useful: float,
-           mean_task: float, law: dict, states=None) -> StabilityLimit:
+def _limit(system: BarrierSystem, method: str, lam: float, total: float, useful: float, completed: float,
+           states=None, ci=None) -> StabilityLimit:
     s = system.servers
-    return StabilityLimit(s, system.tasks, system.needed, system.barriers, method,
-                          float(lam), float(lam * total / s), float(lam * useful / s),
-                          float(lam * system.needed * mean_task / s), law, states)
+    return StabilityLimit(s, system.tasks, system.needed, system.barriers, method, float(lam), float(lam * total / s),
+                          float(lam * useful / s), float(lam * completed * system.mean_task / s),
+                          system.task_dist.describe(), states, None if ci is None else tuple(ci))
 
 
-def stability_limit(servers: int, tasks: int, needed: int | None = None, barriers: int = 1,
-                    task_rate: float = 1.0, task_dist=None, method: str = "auto",
+def stability_limit(servers, tasks: int | None = None, needed: int | None = None, barriers: int = 1,
+                    task_rate: float | None = None, task_dist=None, method: str = "auto",
                     max_states: int = MAX_STATES) -> StabilityLimit:
-    """Maximum stable load of a 1- or 2-barrier (s,k,l) system.
+    """Maximum stable load of a barrier system.
 
     Parameters
     ----------
-    servers, tasks, needed : int
-        s, k and l (default k), ``1 <= l <= k <= s``.
+    servers : int or BarrierSystem
+        s; or a whole system (then the other system arguments must be left out).
+    tasks, needed : int
+        k and l (default k), ``1 <= l <= k <= s``.
     barriers : {1, 2}
     task_rate : float
-        mu of exponential tasks (used when ``task_dist`` is None).
+        mu of exponential tasks (default 1; or give ``task_dist``).
     task_dist : TaskDistribution, scipy.stats frozen law or spec string, optional
         A non-exponential task law; supported for 2-barrier systems through
         order statistics (MODEL.md section 3).
-    method : {"auto", "closed-form", "ctmc", "order-statistics"}
+    method : str
         ``"auto"`` picks the closed form when there is one, the CTMC for
-        1-barrier systems with ``l < k``, order statistics for non-exponential
-        laws. Forcing another valid method is useful for cross-checks.
+        1-barrier systems with ``l < k``, order statistics for other laws
+        (2-barrier), quadrature for timeout release and Monte Carlo for knee
+        release and Spark ``barrier()`` (2-barrier). Forcing another valid
+        method is useful for cross-checks.
     max_states : int
         CTMC size limit (see :func:`barrier_queues.ctmc.ctmc_stability`).
 
@@ -133,51 +141,132 @@ def stability_limit(servers: int, tasks: int, needed: int | None = None, barrier
     >>> round(stability_limit(10, 10, 8, barriers=2).rho_useful, 4)
     0.3598
     """
-    system = BarrierSystem(servers, tasks, needed, barriers, task_rate)
+    if isinstance(servers, BarrierSystem):
+        if (tasks, needed, barriers, task_rate, task_dist) != (None, None, 1, None, None):
+            raise ParameterError("give either a BarrierSystem or servers, tasks, ... (got both)")
+        system = servers
+    else:
+        system = BarrierSystem(servers, tasks, needed, barriers, task_rate=task_rate, task_dist=task_dist)
     check_choice("method", method, METHODS)
-    s, k, l_ = system.servers, system.tasks, system.needed
-    law = as_task_distribution(task_dist, system.task_rate)
-    exponential = isinstance(law, Exponential)
-    mu = law.rate if exponential else None
+    max_states = check_int("max_states", max_states, low=1)
+    return _stability_limit(system, method, max_states)
 
+
+def _stability_limit(system: BarrierSystem, method: str = "auto", max_states: int = MAX_STATES) -> StabilityLimit:
+    """:func:`stability_limit` of a validated system (no argument checks)."""
+    if system.tasks_pmf is not None or system.barrier_fraction < 1 or system.placement != "central" \
+            or system.overhead is not None:
+        raise ParameterError("the stability limit is known for pure barrier jobs with a fixed tasks under the "
+                             f"central queue without an overhead model (got {system.kind()}); estimate it with "
+                             "saturated_throughput")
+    s, k, l_ = system.servers, system.tasks, system.needed
+    law = system.task_dist
+    exponential = isinstance(law, Exponential)
+    special = system.phases > 1 or system.release != "fixed"
     if method == "auto":
-        if not exponential:
+        if system.phases > 1:
+            method = "order-statistics" if system.sync == "ideal" else "monte-carlo"
+        elif system.release == "timeout":
+            method = "quadrature"
+        elif system.release == "knee":
+            method = "monte-carlo"
+        elif not exponential:
             method = "order-statistics"
-        elif barriers == 1 and l_ < k:
+        elif system.barriers == 1 and l_ < k:
             method = "ctmc"
         else:
             method = "closed-form"
 
+    if special:
+        if system.barriers != 2:
+            raise ParameterError(f"barriers must be 2 for the {system.release} release or phases (got 1): the "
+                                 "1-barrier limit has no exact method here; estimate it with saturated_throughput")
+        if system.phases > 1:
+            from .phases import system_phase_law, two_barrier_limit
+            expected = "order-statistics" if system.sync == "ideal" else "monte-carlo"
+            law_ = system_phase_law(system)
+            work, useful, completed = law_.mean_work, law_.mean_useful, k * system.phases
+        else:
+            from .release import release_law, two_barrier_limit
+            expected = {"timeout": "quadrature", "knee": "monte-carlo"}[system.release]
+            law_ = release_law(system)
+            work, useful, completed = law_.mean_work, law_.mean_useful, law_.mean_completed
+        if method != expected:
+            raise ParameterError(f"method must be {expected!r} or 'auto' for this system (got {method!r})")
+        lim = two_barrier_limit(system)
+        return _limit(system, method, lim["lambda_max"], work, useful, completed, ci=lim.get("lambda_max_ci"))
+
+    if method in ("quadrature", "monte-carlo"):
+        raise ParameterError(f"method {method!r} is for timeout or knee release and phases; use 'auto'")
     if method == "order-statistics":
-        if barriers != 2:
+        if system.barriers != 2:
             raise ParameterError("barriers must be 2 for method 'order-statistics' (got 1): the "
                                  "1-barrier limit for non-exponential tasks has no exact method; "
                                  "estimate it by simulation")
         total, useful = server_time_per_job(law, k, l_)
         lam = system.parallel_jobs / order_stat_mean(law, l_, k)
-        return _limit(system, method, lam, total, useful, law.mean(), law.describe())
+        return _limit(system, method, lam, total, useful, l_)
 
     if not exponential:
         raise ParameterError(f"method {method!r} needs exponential tasks; for task_dist "
                              f"{law.describe()['law']!r} use method 'order-statistics' "
                              "(2-barrier) or simulation (1-barrier)")
+    mu = law.rate
     total, useful = exp_server_time_per_job(k, l_, mu)
     if method == "ctmc":
-        if barriers != 1:
+        if system.barriers != 1:
             raise ParameterError("barriers must be 1 for method 'ctmc' (got 2): the 2-barrier "
                                  "system is an M/G/c queue with a closed form")
-        res = ctmc_stability(s, k, l_, mu, max_states=max_states)
-        return _limit(system, method, res.lambda_max, total, useful, 1 / mu, law.describe(),
-                      res.states)
+        from .ctmc import solve
+
+        res = solve(s, k, l_, mu, max_states=max_states)
+        return _limit(system, method, res.lambda_max, total, useful, l_, res.states)
     # closed form
-    if barriers == 2:
-        lam = two_barrier_lambda_max(s, k, l_, mu)
+    if system.barriers == 2:
+        lam = system.parallel_jobs / exp_order_stat_mean(l_, k, mu)
     elif l_ == k:
-        lam = one_barrier_lambda_max(s, k, mu)
+        lam = 1.0 / exp_order_stat_mean(k, s, mu)
     else:
         raise ParameterError(f"method 'closed-form' has no 1-barrier formula for needed < tasks "
                              f"(got needed = {l_}, tasks = {k}); use method 'ctmc' or 'auto'")
-    return _limit(system, method, lam, total, useful, 1 / mu, law.describe())
+    return _limit(system, method, lam, total, useful, l_)
+
+
+def known_limit(system: BarrierSystem) -> tuple[float, str] | None:
+    """The exact maximum stable arrival rate of ``system`` and its method, when one is known quickly.
+
+    Known for: pure non-barrier systems (work conservation, ``s / E[work]``);
+    pure barrier jobs with a fixed k under the central queue without an
+    overhead model: 1-barrier with exponential tasks (closed form; the CTMC up
+    to 300,000 feasible states for ``l < k``), 2-barrier with any law
+    (order statistics), timeout release (quadrature), ideal ``barrier()``
+    phases (order statistics). None otherwise (Monte Carlo laws such as the
+    knee are not exact, so a simulation is not refused on them).
+    """
+    system = as_system(system)
+    if system.overhead is not None or system.placement != "central":
+        return None
+    if system.barrier_fraction == 0:
+        from .load import mean_work
+
+        return system.servers / mean_work(system)[0], "work-conservation"
+    if system.barrier_fraction < 1 or system.tasks_pmf is not None:
+        return None
+    if system.release == "knee" or (system.phases > 1 and system.sync == "spark"):
+        return None
+    if system.barriers == 1:
+        if system.phases > 1 or system.release != "fixed" or not isinstance(system.task_dist, Exponential):
+            return None
+        if system.needed < system.tasks:
+            from .ctmc import count_states
+
+            try:
+                if count_states(system.servers, system.tasks, system.needed) > QUICK_CTMC_STATES:
+                    return None
+            except ParameterError:
+                return None
+    lim = _stability_limit(system)
+    return lim.lambda_max, lim.method
 
 
 #: Table I of the paper in LaTeX (exponential tasks; ``c = floor(s/k)``).
@@ -205,13 +294,15 @@ TABLE_ONE_FORMULAS = {
 }
 
 
-def table_one(servers: int, tasks: int, needed: int, task_rate: float = 1.0) -> pd.DataFrame:
+def table_one(servers: int, tasks: int, needed: int, task_rate: float = 1.0):
     """The paper's Table I evaluated for one (s, k, l): symbolic and numeric.
 
     One row per system (1-/2-barrier, conventional and (s,k,l)) with the
     formulas (LaTeX), ``lambda_max``, ``rho_max``, ``rho_useful``, the task
     throughput, the method and the CTMC size where used.
     """
+    import pandas as pd
+
     rows = []
     for (barrier_name, variant), formulas in TABLE_ONE_FORMULAS.items():
         b = 1 if barrier_name == "1-barrier" else 2
@@ -231,8 +322,7 @@ def table_one(servers: int, tasks: int, needed: int, task_rate: float = 1.0) -> 
     return table
 
 
-def stability_curve(servers, tasks, needed=None, barriers=1, task_rate=1.0,
-                    task_dist=None) -> pd.DataFrame:
+def stability_curve(servers, tasks, needed=None, barriers=1, task_rate=None, task_dist=None):
     """Stability limits over a grid: each argument may be a scalar or a list.
 
     Returns one row per combination (a tidy DataFrame) with the parameters and
@@ -240,6 +330,8 @@ def stability_curve(servers, tasks, needed=None, barriers=1, task_rate=1.0,
     ``l > k`` are skipped (a sweep over ``k`` for several ``s`` is a grid with
     holes); any other bad value raises.
     """
+    import pandas as pd
+
     rows = []
     for s in np.atleast_1d(servers):
         for k in np.atleast_1d(tasks):
@@ -254,4 +346,42 @@ def stability_curve(servers, tasks, needed=None, barriers=1, task_rate=1.0,
                     row = lim.to_dict()
                     row.pop("task_law")
                     rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def redundancy_gain(servers: int, tasks: int, task_dist=None) -> dict:
+    """How much useful load a 2-barrier (s,k,l) system gains by killing stragglers (paper Fig. 3).
+
+    For every l = 1..k the useful utilization limit ``rho_useful(l)``; returns
+    the best ``l``, its ``rho_useful``, the conventional (l = k) value and the
+    gain ``rho_useful(best) / rho_useful(k)``, plus the whole curve.
+    """
+    curve = stability_curve(servers, tasks, list(range(1, int(tasks) + 1)), barriers=2, task_dist=task_dist)
+    best = curve.loc[curve.rho_useful.idxmax()]
+    conventional = float(curve.loc[curve.needed == tasks, "rho_useful"].item())
+    return {"best_needed": int(best.needed), "best_rho_useful": float(best.rho_useful),
+            "conventional_rho_useful": conventional, "gain": float(best.rho_useful) / conventional, "curve": curve}
+
+
+def bimodal_gain_grid(servers: int, tasks: int, probs, ratios, fast_rate: float = 1.0):
+    """:func:`redundancy_gain` over bimodal task laws: rate ``fast_rate`` with probability ``p``, else
+    ``fast_rate / ratio`` (a two-phase hyperexponential; the paper's Fig. 3 right law was lost).
+
+    One row per (p, ratio): ``best_needed``, ``gain``, the conventional and best useful utilization, and
+    the law's squared coefficient of variation ``cv2``.
+    """
+    import pandas as pd
+
+    from .distributions import HyperExponential
+
+    rows = []
+    for p in probs:
+        for ratio in ratios:
+            law = HyperExponential.bimodal(float(p), fast_rate, fast_rate / float(ratio))
+            g = redundancy_gain(servers, tasks, law)
+            mean = law.mean()
+            second = float(np.sum(law.probs * 2 / law.rates**2))
+            rows.append({"p": float(p), "ratio": float(ratio), "best_needed": g["best_needed"], "gain": g["gain"],
+                         "conventional_rho_useful": g["conventional_rho_useful"],
+                         "best_rho_useful": g["best_rho_useful"], "cv2": second / mean**2 - 1})
     return pd.DataFrame(rows)
