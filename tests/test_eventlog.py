@@ -131,3 +131,62 @@ def test_other_bad_inputs(tmp_path):
     lz4.write_bytes(b"\x04\x22\x4d\x18")
     with pytest.raises(EventLogError, match="lz4-compressed event logs are not supported"):
         parse_event_log(lz4)
+
+
+def test_compression_is_detected_by_magic_bytes_not_by_name(tmp_path):
+    import gzip
+
+    text = ("\n".join(_raw_lines()) + "\n").encode()
+    (tmp_path / "log.gz").write_bytes(gzip.compress(text))
+    (tmp_path / "looks-plain.txt").write_bytes(zstandard.ZstdCompressor().compress(text))
+    (tmp_path / "looks-zstd.zstd").write_bytes(text)
+    base = parse_event_log(REAL)
+    for name in ("log.gz", "looks-plain.txt", "looks-zstd.zstd"):
+        assert parse_event_log(tmp_path / name).jobs.equals(base.jobs), name
+    (tmp_path / "binary").write_bytes(b"\xff\xfe\x00garbage\x80\x81")
+    with pytest.raises(EventLogError, match="binary, line 1: not UTF-8 text"):
+        parse_event_log(tmp_path / "binary")
+    (tmp_path / "cut.zstd").write_bytes(zstandard.ZstdCompressor().compress(text)[:200])
+    with pytest.raises(EventLogError, match="the zstd stream is corrupt or cut short"):
+        parse_event_log(tmp_path / "cut.zstd")
+
+
+def test_two_applications_or_duplicate_jobs_are_refused_with_the_line(tmp_path):
+    lines = _raw_lines()
+    twice = tmp_path / "twice"
+    twice.write_text("\n".join(lines + lines) + "\n")
+    with pytest.raises(EventLogError, match=r"twice, line \d+: a second SparkListenerApplicationStart"):
+        parse_event_log(twice)
+    no_app = [line for line in lines if "SparkListenerApplicationStart" not in line]
+    dup = tmp_path / "dup"
+    dup.write_text("\n".join(no_app + [line for line in no_app if "SparkListenerJobStart" in line][:1]) + "\n")
+    with pytest.raises(EventLogError, match=r"dup, line \d+: job \d+ starts a second time"):
+        parse_event_log(dup)
+
+
+def test_impossible_times_drop_the_job_with_a_counted_warning(tmp_path):
+    log = _synthetic(tmp_path / "neg", [
+        (0, 0.0, [("0", 0.1, 1.0), ("1", 0.1, 1.5)]),
+        (1, 2.0, [("0", 2.1, 1.9), ("1", 2.1, 3.0)]),       # a task finishing before its launch
+        (2, 5.0, [("0", 5.05, 6.0), ("1", 5.05, 6.0)]),
+    ])
+    tables = parse_event_log(log)
+    assert list(tables.jobs.job_id) == [0, 2] and set(tables.tasks.job_id) == {0, 2}
+    assert len(tables.warnings) == 1 and tables.warnings[0].startswith("1 job(s) dropped for impossible times, "
+                                                                        "the first at neg, line")
+
+
+def test_missing_or_mistyped_fields_name_the_line(tmp_path):
+    lines = _raw_lines()
+    i = next(n for n, line in enumerate(lines) if "SparkListenerTaskEnd" in line)
+    event = json.loads(lines[i])
+    del event["Task Info"]["Finish Time"]
+    bad = tmp_path / "nofinish"
+    bad.write_text("\n".join(lines[:i] + [json.dumps(event)] + lines[i + 1:]) + "\n")
+    with pytest.raises(EventLogError, match=rf"nofinish, line {i + 1}: .*has no field 'Finish Time'"):
+        parse_event_log(bad)
+    event = json.loads(lines[i])
+    event["Task Info"]["Launch Time"] = "soon"
+    bad.write_text("\n".join(lines[:i] + [json.dumps(event)] + lines[i + 1:]) + "\n")
+    with pytest.raises(EventLogError, match=rf"line {i + 1}: field 'Launch Time' must be a number"):
+        parse_event_log(bad)

@@ -52,3 +52,11 @@ def test_bad_inputs():
         fit_overhead([0.3])
     with pytest.raises(ParameterError, match="finite overheads >= 0"):
         ks_test([0.1, -0.2], OverheadModel(1, 1))
+
+
+@pytest.mark.parametrize("x", [1e-300, 1e-12, 1e-6, 1e-3, 0.00999, 0.01, 0.5, 5.0, 700.0])
+def test_mean_is_accurate_for_every_product_of_rate_and_revive(x):
+    """The mean ``R g(lambda R)`` against direct integration of ``P[O > t]`` (relative 1e-12)."""
+    m = OverheadModel(1.0, x)
+    exact = integrate.quad(lambda t: (1 - t) * math.exp(-x * t), 0, 1, epsabs=0, epsrel=1e-13)[0]
+    assert math.isfinite(m.mean()) and m.mean() == pytest.approx(exact, rel=1e-12)

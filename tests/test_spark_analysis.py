@@ -154,7 +154,14 @@ def test_overhead_tests_accept_the_true_model_and_reject_plain_uniform():
 
 
 def test_compare_with_simulation_orders_the_models(run):
+    """The fixture run has one barrier() call per task: the paper's iid overhead (defined for one-phase
+    tasks) is not offered for it; the same run read as one-phase gets it, above plain simulation."""
     table = sa.compare_with_simulation([run], jobs=20_000, replications=2, seed=1)
+    assert list(table.source) == ["Spark", "event overhead", "plain"]
+    config = {**run.metadata["config"], "sync_points": 0}
+    one_phase = sa.SparkRun(run.path, {**run.metadata, "config": config}, run.jobs, run.tasks, run.harness_tasks,
+                            run.log)
+    table = sa.compare_with_simulation([one_phase], jobs=20_000, replications=2, seed=1)
     assert list(table.source) == ["Spark", "event overhead", "paper overhead", "plain"]
     sim = table.set_index("source")
     # the paper's model adds an overhead to every task: its sojourn lies above plain simulation
@@ -226,7 +233,7 @@ def test_replay_by_hand():
     assert costly.completion.iloc[0] == pytest.approx(2.05)
     with pytest.raises(ParameterError, match="model must be one of"):
         sa.replay(run, "magic")
-    with pytest.raises(ParameterError, match="task_cost must be >= 0"):
+    with pytest.raises(ParameterError, match="task_cost must be a finite number >= 0"):
         sa.replay(run, "plain", task_cost=-1)
 
 
@@ -341,3 +348,30 @@ def test_archive_never_overwrites(tmp_path):
                                              r"overwritten \('.*kept' already holds a run; choose another folder\)"):
         archive_run(raw, dest)
     assert {p: p.read_bytes() for p in dest.rglob("*") if p.is_file()} == first
+
+
+def test_replay_runs_on_the_simulators_kernel(run):
+    """One scheduler: the replay is the kernel fed the run's own arrivals and sleeps."""
+    from barrier_queues.simulate import run_inputs
+
+    inputs = sa.run_inputs_of(run)
+    plain = sa.replay(run, "plain")
+    out = run_inputs(run.system(), inputs)
+    np.testing.assert_array_equal(plain.start.to_numpy(), out["start"])
+
+
+def test_cross_validation_fits_on_one_run_and_tests_on_another(run):
+    other = sa.SparkRun(run.path.with_name("other"), run.metadata, run.jobs, run.tasks, run.harness_tasks, run.log)
+    table = sa.cross_validate_overhead([run, other], min_samples=5)
+    assert list(table.fitted_on) == [run.name, "other"] and (table.ks_pvalue > 0).all()
+
+
+def test_parametric_bootstrap_pvalue_is_calibrated():
+    """At fitted parameters the plain KS p-value is too large; the bootstrap's is uniform under the model."""
+    from barrier_queues.overhead import ks_test_fitted
+
+    model = OverheadModel(1.0, 2.0)
+    ps = [ks_test_fitted(model.rvs(60, random_state=s), bootstrap=39, seed=s)["ks_pvalue"] for s in range(40)]
+    plain = [ks_test_fitted(model.rvs(60, random_state=s), bootstrap=0)["ks_pvalue"] for s in range(40)]
+    assert np.mean(plain) > 0.7                 # the plain p-value at fitted parameters is far too large
+    assert 0.3 < np.mean(ps) < 0.7              # the bootstrap's is about uniform (mean 1/2)

@@ -62,16 +62,60 @@ def event_log_files(path) -> list[Path]:
     return [f for _, f in sorted(parts)]
 
 
-def _open_text(path: Path):
-    raw = path.read_bytes()
-    if path.suffix in (".zstd", ".zst") or raw[:4] == b"\x28\xb5\x2f\xfd":
-        import zstandard
+#: compression by magic bytes (the file name's suffix may lie)
+_MAGIC = {b"\x28\xb5\x2f\xfd": "zstd", b"\x1f\x8b": "gzip", b"\x04\x22\x4d\x18": "lz4", b"\xff\x06\x00\x00": "snappy"}
 
-        raw = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw)).read()
-    elif path.suffix in (".lz4", ".snappy", ".lzf"):
-        raise EventLogError(f"{path.name}: {path.suffix[1:]}-compressed event logs are not supported; "
-                            "use zstd (Spark's default) or spark.eventLog.compress=false")
-    return io.StringIO(raw.decode("utf-8"))
+
+def _compression(raw: bytes, path: Path) -> str | None:
+    for magic, name in _MAGIC.items():
+        if raw.startswith(magic):
+            return name
+    if path.suffix in (".lz4", ".snappy", ".lzf"):
+        return path.suffix[1:]
+    return None
+
+
+def _zstd_frames(raw: bytes) -> bytes:
+    """Every zstd frame of ``raw``, decompressed; a frame that does not end raises (a cut stream)."""
+    import zstandard
+
+    parts, rest = [], raw
+    while rest:
+        frame = zstandard.ZstdDecompressor().decompressobj()
+        parts.append(frame.decompress(rest))
+        if not frame.eof:
+            raise ValueError("the last frame does not end")
+        rest = frame.unused_data
+    return b"".join(parts)
+
+
+def _open_text(path: Path):
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise EventLogError(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
+    kind = _compression(raw, path)
+    try:
+        if kind == "zstd":
+            raw = _zstd_frames(raw)
+        elif kind == "gzip":
+            import gzip
+
+            raw = gzip.decompress(raw)
+        elif kind is not None:
+            raise EventLogError(f"{path.name}: {kind}-compressed event logs are not supported; "
+                                "use zstd (Spark's default), gzip or spark.eventLog.compress=false")
+    except EventLogError:
+        raise
+    except Exception as exc:                 # a corrupt or cut compressed stream
+        raise EventLogError(f"{path.name}: the {kind} stream is corrupt or cut short ({type(exc).__name__})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise EventLogError(f"{path.name}, line {line}: not UTF-8 text (byte {exc.start}); not a Spark event log, "
+                            "or compressed in a form not recognised") from None
+    return io.StringIO(text)
 
 
 def read_events(path):
@@ -98,12 +142,21 @@ class EventLogTables:
     jobs: pd.DataFrame
     tasks: pd.DataFrame
     app: dict = field(default_factory=dict)
+    warnings: list = field(default_factory=list)
 
 
-def _need(event, key, where):
-    if key not in event:
-        raise EventLogError(f"{where}: {event.get('Event')} has no field {key!r}")
+def _need(event, key, where, kind=None):
+    if not isinstance(event, dict) or key not in event or event[key] is None:
+        label = kind or (event.get("Event") if isinstance(event, dict) else None) or "the event"
+        raise EventLogError(f"{where}: {label} has no field {key!r}")
     return event[key]
+
+
+def _number(event, key, where, kind=None):
+    value = _need(event, key, where, kind)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise EventLogError(f"{where}: field {key!r} must be a number (got {value!r})")
+    return value
 
 
 def parse_event_log(path, key_property: str = "bq.job") -> EventLogTables:
@@ -123,24 +176,49 @@ def parse_event_log(path, key_property: str = "bq.job") -> EventLogTables:
         ends, a task of an unknown stage, or a log without jobs.
     """
     job_start, job_end, stage_job, task_start, task_end = {}, {}, {}, {}, {}
+    job_where: dict = {}
     app: dict = {}
     for name, number, e in read_events(path):
         where = f"{name}, line {number}"
         kind = e["Event"]
         if kind == "SparkListenerJobStart":
-            jid = _need(e, "Job ID", where)
+            jid = _number(e, "Job ID", where)
+            if jid in job_start:
+                raise EventLogError(f"{where}: job {jid} starts a second time (first at {job_where[jid]}): two "
+                                    "logs joined, or a corrupt log")
+            _number(e, "Submission Time", where)
             job_start[jid] = e
-            for sid in _need(e, "Stage IDs", where):
+            job_where[jid] = where
+            stages = _need(e, "Stage IDs", where)
+            if not isinstance(stages, list):
+                raise EventLogError(f"{where}: field 'Stage IDs' must be a list (got {stages!r})")
+            for sid in stages:
                 stage_job[sid] = jid
         elif kind == "SparkListenerJobEnd":
-            job_end[_need(e, "Job ID", where)] = e
-        elif kind == "SparkListenerTaskStart":
+            jid = _number(e, "Job ID", where)
+            if jid in job_end:
+                raise EventLogError(f"{where}: job {jid} ends a second time: two logs joined, or a corrupt log")
+            _number(e, "Completion Time", where)
+            job_end[jid] = e
+        elif kind in ("SparkListenerTaskStart", "SparkListenerTaskEnd"):
             info = _need(e, "Task Info", where)
-            task_start[(info["Task ID"], info["Attempt"])] = (e, where)
-        elif kind == "SparkListenerTaskEnd":
-            info = _need(e, "Task Info", where)
-            task_end[(info["Task ID"], info["Attempt"])] = (e, where)
+            if not isinstance(info, dict):
+                raise EventLogError(f"{where}: field 'Task Info' must be an object")
+            for key in ("Task ID", "Attempt", "Launch Time"):
+                _number(info, key, where, f"{kind}'s Task Info")
+            _need(info, "Executor ID", where, f"{kind}'s Task Info")
+            key = (info["Task ID"], info["Attempt"])
+            target = task_start if kind == "SparkListenerTaskStart" else task_end
+            if key in target:
+                raise EventLogError(f"{where}: task {key[0]} (attempt {key[1]}) appears twice as {kind}: two logs "
+                                    "joined, or a corrupt log")
+            if kind == "SparkListenerTaskEnd":
+                _number(info, "Finish Time", where, f"{kind}'s Task Info")
+            target[key] = (e, where)
         elif kind == "SparkListenerApplicationStart":
+            if "start_ms" in app:
+                raise EventLogError(f"{where}: a second SparkListenerApplicationStart ({e.get('App ID')!r} after "
+                                    f"{app.get('app_id')!r}): two applications' logs joined; give one log")
             app.update({"name": e.get("App Name"), "app_id": e.get("App ID"),
                         "start_ms": e.get("Timestamp")})
         elif kind == "SparkListenerApplicationEnd":
@@ -172,12 +250,17 @@ def parse_event_log(path, key_property: str = "bq.job") -> EventLogTables:
         return (ms - origin) / 1000
 
     rows = []
+    bad_jobs: dict = {}                      # job -> where the impossible time was seen
     for (tid, attempt), (e, where) in sorted(task_end.items()):
         info, metrics = e["Task Info"], e.get("Task Metrics") or {}
+        if not isinstance(metrics, dict):
+            raise EventLogError(f"{where}: field 'Task Metrics' must be an object")
         sid = e.get("Stage ID")
         if sid not in stage_job:
             raise EventLogError(f"{where}: task {tid} belongs to stage {sid}, which no job started")
         launch, finish = sec(info["Launch Time"]), sec(info["Finish Time"])
+        if finish < launch:
+            bad_jobs.setdefault(stage_job[sid], f"{where} (task {tid} finishes before its launch)")
         getting = sec(info["Getting Result Time"]) if info.get("Getting Result Time") else 0.0
         deser = metrics.get("Executor Deserialize Time", 0) / 1000
         run = metrics.get("Executor Run Time", 0) / 1000
@@ -198,11 +281,18 @@ def parse_event_log(path, key_property: str = "bq.job") -> EventLogTables:
     for jid, e in sorted(job_start.items()):
         end = job_end[jid]
         t = tasks[tasks.job_id == jid] if len(tasks) else tasks
-        barrier = any(r.get("Barrier", False) for s in e.get("Stage Infos", [])
-                      for r in s.get("RDD Info", []))
+        try:
+            barrier = any(r.get("Barrier", False) for s in e.get("Stage Infos", []) for r in s.get("RDD Info", []))
+        except (AttributeError, TypeError):
+            raise EventLogError(f"{job_where[jid]}: field 'Stage Infos' must be a list of stages with 'RDD Info' "
+                                "lists") from None
         submission = sec(e["Submission Time"])
         completion = sec(_need(end, "Completion Time", f"job {jid}"))
         first = float(t.launch.min()) if len(t) else float("nan")
+        if completion < submission:
+            bad_jobs.setdefault(jid, f"{job_where[jid]} (job {jid} completes before its submission)")
+        elif len(t) and first < submission - 0.001:
+            bad_jobs.setdefault(jid, f"{job_where[jid]} (job {jid} launches a task before its submission)")
         job_rows.append({"job_id": jid, "key": (e.get("Properties") or {}).get(key_property),
                          "barrier": barrier, "tasks": int(len(t)), "submission": submission,
                          "first_launch": first, "last_launch": float(t.launch.max()) if len(t) else first,
@@ -211,7 +301,17 @@ def parse_event_log(path, key_property: str = "bq.job") -> EventLogTables:
                          "result": (end.get("Job Result") or {}).get("Result"),
                          "waiting": first - submission, "execution": completion - first,
                          "sojourn": completion - submission})
-    return EventLogTables(pd.DataFrame(job_rows), tasks, app)
+    jobs = pd.DataFrame(job_rows)
+    warnings = []
+    if bad_jobs:
+        first_where = bad_jobs[min(bad_jobs)]
+        warnings.append(f"{len(bad_jobs)} job(s) dropped for impossible times, the first at {first_where}")
+        jobs = jobs[~jobs.job_id.isin(bad_jobs)].reset_index(drop=True)
+        if len(tasks):
+            tasks = tasks[~tasks.job_id.isin(bad_jobs)].reset_index(drop=True)
+        if jobs.empty:
+            raise EventLogError(f"every job of the log has impossible times (first at {first_where})")
+    return EventLogTables(jobs, tasks, app, warnings)
 
 
 def blocking_overhead(tables: EventLogTables, min_gap: float = 0.0) -> pd.DataFrame:

@@ -4,8 +4,13 @@ Jobs arrive as a Poisson process and are submitted from driver threads
 (FIFO scheduler), so they queue inside Spark as in the paper. Each job is
 ``k`` barrier tasks (``rdd.barrier().mapPartitions``) that sleep an
 exponential time, mean ``s/k`` seconds by default (the paper's scaling,
-``rho = lambda``), seeded per job and task; optional
-``BarrierTaskContext.barrier()`` sync points split the sleep.
+``rho = lambda``), seeded per job and task. A job of ``phases`` m > 1 does
+m iid exponential sleeps per task with ``BarrierTaskContext.barrier()``
+between them (EXTENSIONS.md section 3; mean ``s/(k m)`` each by default, so
+the work per job stays that of the one-phase job); the older
+``sync_points`` split one sleep into equal parts instead. ``saturated``
+submits every job at once (10 ms apart, in order) to measure the start rate
+of a backlogged system, Spark's stability limit.
 
 The careful things SPARK.md asks for are done here: a private Spark home (so
 pip-installed pyspark's package folder stays clean), UI off, loopback
@@ -38,6 +43,9 @@ from pathlib import Path
 import numpy as np
 
 from ._validation import ParameterError, check_int, check_positive
+from .load import offered_utilization
+from .outputs import check_new_folder
+from .system import BarrierSystem
 
 
 @dataclass(frozen=True)
@@ -46,18 +54,22 @@ class SparkBenchConfig:
 
     ``executors`` = s single-core executors, ``tasks`` = k per job,
     ``arrival_rate`` = lambda jobs/s, ``jobs`` measured jobs after
-    ``warmup_jobs`` tagged warm-up jobs, ``task_mean`` (default s/k),
-    ``sync_points`` barrier() calls per task, ``revive_interval`` Spark's
+    ``warmup_jobs`` tagged warm-up jobs, ``task_mean`` (mean sleep of one
+    phase; default s/(k m)), ``phases`` m (iid sleeps with barrier() between),
+    ``sync_points`` barrier() calls splitting one sleep (older runs),
+    ``saturated`` (all jobs at once), ``revive_interval`` Spark's
     ``spark.scheduler.revive.interval``, ``time_limit`` for the whole run.
     """
 
     executors: int = 4
     tasks: int = 2
-    arrival_rate: float = 0.5
+    arrival_rate: float | None = 0.5
     jobs: int = 20
     warmup_jobs: int = 3
     task_mean: float | None = None
     sync_points: int = 0
+    phases: int = 1
+    saturated: bool = False
     revive_interval: float = 1.0
     seed: int = 1
     master: str | None = None
@@ -68,12 +80,23 @@ class SparkBenchConfig:
     def __post_init__(self):
         s = check_int("executors", self.executors, low=1)
         check_int("tasks", self.tasks, low=1, high=s, high_name=f"executors = {s}")
-        check_positive("arrival_rate", self.arrival_rate, "(jobs per second)")
+        if self.saturated is True:
+            if self.arrival_rate is not None:
+                raise ParameterError(f"arrival_rate must be None for a saturated run (got {self.arrival_rate!r}): "
+                                     "every job is submitted at once")
+        else:
+            check_positive("arrival_rate", self.arrival_rate, "(jobs per second)")
         check_int("jobs", self.jobs, low=1)
         check_int("warmup_jobs", self.warmup_jobs, low=0)
         if self.task_mean is not None:
             check_positive("task_mean", self.task_mean, "(seconds)")
         check_int("sync_points", self.sync_points, low=0)
+        check_int("phases", self.phases, low=1, high=1000, high_name="1,000")
+        if self.phases > 1 and self.sync_points:
+            raise ParameterError(f"sync_points must be 0 with phases > 1 (got {self.sync_points}): phases put "
+                                 "barrier() between iid sleeps, sync_points split one sleep")
+        if not isinstance(self.saturated, bool):
+            raise ParameterError(f"saturated must be True or False (got {self.saturated!r})")
         check_positive("revive_interval", self.revive_interval, "(seconds)")
         check_int("executor_memory_mb", self.executor_memory_mb, low=256)
         check_positive("time_limit", self.time_limit, "(seconds)")
@@ -85,12 +108,24 @@ class SparkBenchConfig:
 
     @property
     def mean_task(self) -> float:
-        return self.task_mean if self.task_mean is not None else self.executors / self.tasks
+        """Mean sleep of one phase (seconds)."""
+        return self.task_mean if self.task_mean is not None else self.executors / (self.tasks * self.phases)
+
+    def system(self) -> BarrierSystem:
+        """The model of this run: 1-barrier, Exp(1/task_mean) sleeps, phases with Spark's barrier()."""
+        extra = {"phases": self.phases, "sync": "spark"} if self.phases > 1 else {}
+        # arrival_rate is None for a saturated run
+        return BarrierSystem(servers=self.executors, tasks=self.tasks, arrival_rate=self.arrival_rate,
+                             task_rate=1.0 / self.mean_task, **extra)
 
     @property
     def spark_master(self) -> str:
         # worker memory must hold the executor's; give it 512 MB of headroom
         return self.master or f"local-cluster[{self.executors},1,{self.executor_memory_mb + 512}]"
+
+
+#: seconds between submissions of a saturated run
+SATURATED_GAP = 0.01
 
 
 def java_version() -> int:
@@ -134,15 +169,6 @@ def check_master_reachable(master: str, timeout: float = 5.0) -> None:
                          f"({'; '.join(reasons)}); is the standalone master running?")
 
 
-def _check_new_folder(name: str, folder: Path) -> None:
-    """Refuse a folder that exists and is not empty: a run or archive never overwrites measured data."""
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        what = "a file" if not folder.is_dir() else ("a run" if (folder / "metadata.json").exists()
-                                                     else "other files")
-        raise ParameterError(f"{name} must be a new or empty folder, so that no measured data is overwritten "
-                             f"({str(folder)!r} already holds {what}; choose another folder)")
-
-
 def _spark_home(run_dir: Path) -> Path:
     """A private Spark home: links to the package's bin/jars/python, our own conf/ and work/."""
     import pyspark
@@ -157,8 +183,8 @@ def _spark_home(run_dir: Path) -> Path:
     return home
 
 
-def _task(job: int, seed: int, mean: float, sync_points: int):
-    """The barrier task: a seeded exponential sleep, split by barrier() sync points."""
+def _task(job: int, seed: int, mean: float, sync_points: int, phases: int = 1):
+    """The barrier task: seeded exponential sleeps, with barrier() between phases (or splitting one sleep)."""
     def work(_):
         import random
         import time as _time
@@ -168,16 +194,20 @@ def _task(job: int, seed: int, mean: float, sync_points: int):
         ctx = BarrierTaskContext.get()
         part = ctx.partitionId()
         rng = random.Random(seed * 1_000_003 + job * 1009 + part)
-        total = rng.expovariate(1.0 / mean)
+        if phases > 1:
+            sleeps = [rng.expovariate(1.0 / mean) for _ in range(phases)]
+        else:
+            total = rng.expovariate(1.0 / mean)
+            sleeps = [total / (sync_points + 1)] * (sync_points + 1)
         started = _time.time()
         syncs = []
-        for _i in range(sync_points):
-            _time.sleep(total / (sync_points + 1))
-            arrive = _time.time()
-            ctx.barrier()
-            syncs.append((arrive, _time.time()))
-        _time.sleep(total / (sync_points + 1))
-        yield (job, part, total, started, _time.time(), syncs)
+        for i, sleep in enumerate(sleeps):
+            if i > 0:
+                arrive = _time.time()
+                ctx.barrier()
+                syncs.append((arrive, _time.time()))
+            _time.sleep(sleep)
+        yield (job, part, sum(sleeps), started, _time.time(), syncs, sleeps)
     return work
 
 
@@ -254,7 +284,7 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
     (Spark's log).
     """
     run_dir = Path(out_dir)
-    _check_new_folder("out_dir", run_dir)
+    check_new_folder("out_dir", run_dir, "measured data")
     java = java_version()
     try:
         import pyspark
@@ -277,7 +307,7 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
     arrivals = _Recorder(run_dir / "arrivals.csv",
                          ["tag", "warmup", "planned", "submitted", "completed", "status"])
     tasks = _Recorder(run_dir / "tasks.csv",
-                      ["tag", "partition", "sleep", "start", "end", "sync_arrive", "sync_release"])
+                      ["tag", "partition", "sleep", "start", "end", "sync_arrive", "sync_release", "sleeps"])
     spark = None
     sampler = None
     t_begin = time.time()
@@ -325,12 +355,14 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
             status = "ok"
             try:
                 rows = (sc.parallelize(range(config.tasks), config.tasks).barrier()
-                        .mapPartitions(_task(index, config.seed, config.mean_task, config.sync_points))
+                        .mapPartitions(_task(index, config.seed, config.mean_task, config.sync_points,
+                                             config.phases))
                         .collect())
-                for _job, part, sleep, start, end, syncs in rows:
+                for _job, part, sleep, start, end, syncs, sleeps in rows:
                     tasks.write([tag, part, sleep, start, end,
                                  ";".join(f"{a:.6f}" for a, _ in syncs),
-                                 ";".join(f"{r:.6f}" for _, r in syncs)])
+                                 ";".join(f"{r:.6f}" for _, r in syncs),
+                                 ";".join(repr(x) for x in sleeps)])
             except Exception as exc:  # a failed job is recorded, not fatal
                 status = f"failed: {type(exc).__name__}"
             arrivals.write([tag, warm, planned, submitted, time.time(), status])
@@ -338,7 +370,10 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
         for i in range(config.warmup_jobs):          # warm-up: Python workers, JIT, caches
             run_job(f"warmup-{i}", -1 - i, True, time.time())
         rng = np.random.default_rng(config.seed)
-        gaps = rng.exponential(1.0 / config.arrival_rate, config.jobs)
+        if config.saturated:                         # a backlog at once, in order (10 ms apart)
+            gaps = np.full(config.jobs, SATURATED_GAP)
+        else:
+            gaps = rng.exponential(1.0 / config.arrival_rate, config.jobs)
         sampler = _LoadSampler()
         threads = []
         start = time.time()
@@ -368,8 +403,7 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
                     unfinished=unfinished, measured_seconds=elapsed,
                     achieved_arrival_rate=(submitted - 1) / (last_submit - first_submit)
                     if submitted > 1 and last_submit > first_submit else None,
-                    offered_utilization=config.arrival_rate * config.tasks * config.mean_task
-                    / config.executors)
+                    offered_utilization=offered_utilization(config.system(), useful=True))
         if unfinished:
             sc.cancelAllJobs()
     except Exception as exc:
@@ -438,7 +472,7 @@ def archive_run(run_dir, dest) -> Path:
     logs = [p for p in (src / "eventlog").glob("*") if p.is_file() and not p.name.startswith(".")]
     if len(logs) != 1:
         raise ParameterError(f"run_dir must hold exactly one event log under eventlog/ (found {len(logs)})")
-    _check_new_folder("dest", dst)
+    check_new_folder("dest", dst, "measured data")
     (dst / "eventlog").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src / "metadata.json", dst / "metadata.json")
     for name in ("arrivals.csv", "tasks.csv"):
