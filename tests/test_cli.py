@@ -1,25 +1,54 @@
-"""The command line, run as users run it (a subprocess)."""
+"""The command line, run as users run it: subprocesses, a table of bad inputs, and a property-based fuzz."""
 
+import contextlib
+import io
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from barrier_queues.cli import main
 
 CLI = [sys.executable, "-m", "barrier_queues.cli"]
+LOG = next((Path(__file__).parent / "data" / "spark-run-s2-k2" / "eventlog").glob("*.zstd"))
 
 
 def run(*args):
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300)
+
+
+def run_here(argv, hang_limit: int = 300):
+    """The CLI in this process: (exit status, stdout, stderr). A call that outlives ``hang_limit`` seconds is a hang
+    (a generous alarm that catches hangs, not a speed test)."""
+    out, err = io.StringIO(), io.StringIO()
+
+    def hung(*_):
+        raise TimeoutError(f"barrier-queues {' '.join(argv)} hangs")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(hang_limit)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as exc:
+                code = exc.code
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    return code, out.getvalue(), err.getvalue()
 
 
 def test_stability_json_closed_form():
     out = run("stability", "--servers", "16", "--tasks", "4", "--barriers", "1", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    for key in ("servers", "tasks", "needed", "barriers", "method", "rho_max", "rho_useful",
-                "lambda_max"):
+    for key in ("servers", "tasks", "needed", "barriers", "method", "rho_max", "rho_useful", "lambda_max"):
         assert key in data
     assert data["method"] == "closed-form" and "states" not in data
     assert data["rho_max"] == pytest.approx(0.900841445306055, rel=1e-12)
@@ -31,11 +60,15 @@ def test_stability_json_ctmc_reports_states():
     assert round(data["lambda_max"], 4) == 5.4784
 
 
-def test_stability_json_order_statistics():
+def test_stability_json_order_statistics_timeout_and_phases():
     data = json.loads(run("stability", "-s", "10", "-k", "10", "-l", "8", "-b", "2",
                           "--task-dist", "bimodal:p=0.9,rate1=10,rate2=0.1", "--json").stdout)
+    assert data["method"] == "order-statistics" and data["task_law"]["law"] == "hyperexponential"
+    data = json.loads(run("stability", "-s", "16", "-k", "8", "-b", "2", "--release", "timeout", "--timeout", "2",
+                          "--json").stdout)
+    assert data["method"] == "quadrature"
+    data = json.loads(run("stability", "-s", "16", "-k", "4", "-b", "2", "--phases", "3", "--json").stdout)
     assert data["method"] == "order-statistics"
-    assert data["task_law"]["law"] == "hyperexponential"
 
 
 def test_stability_text_output():
@@ -44,34 +77,116 @@ def test_stability_text_output():
     assert "ctmc (37 states)" in out.stdout and "rho_useful" in out.stdout
 
 
-@pytest.mark.parametrize("args, fragment", [
+#: bad inputs tried, with the one line each gets (exit status 2); the fuzz below tries many more
+BAD_INPUTS = [
     (("stability", "-s", "4", "-k", "8"), "tasks must be an integer with 1 <= tasks <= servers = 4 (got 8)"),
     (("stability", "-s", "8", "-k", "4", "-l", "6"), "needed must be an integer with 1 <= needed <= tasks"),
-    (("stability", "-s", "8", "-k", "4", "--task-rate", "-1"), "task_rate must be a finite number > 0"),
-    (("stability", "-s", "8", "-k", "4", "-b", "3"), "invalid choice: 3"),
-    (("stability", "-s", "eight", "-k", "4"), "invalid int value: 'eight'"),
+    (("stability", "-s", "8", "-k", "4", "--task-rate", "-1"), "task-rate must be a finite number > 0 (got '-1')"),
+    (("stability", "-s", "8", "-k", "4", "--task-rate", "nan"), "task-rate must be a finite number > 0 (got 'nan')"),
+    (("stability", "-s", "8", "-k", "4", "--task-rate", "1e309"), "task-rate must be a finite number > 0"),
+    (("stability", "-s", "8", "-k", "4", "-b", "3"), "barriers must be an integer with 1 <= barriers <= 2 (got '3')"),
+    (("stability", "-s", "eight", "-k", "4"), "servers must be an integer >= 1 (got 'eight')"),
     (("stability", "-s", "8", "-k", "4", "--task-dist", "weibull"), "task_dist must be one of"),
-])
-def test_bad_input_exits_2_with_one_message(args, fragment):
-    out = run(*args)
-    assert out.returncode == 2
-    assert fragment in out.stderr
-    assert "Traceback" not in out.stderr
+    (("stability", "-s", "8", "-k", "4", "--task-rate", "2", "--task-dist", "exp:rate=2"),
+     "give at most one of task_rate"),
+    (("stability", "-s", "64", "-k", "16", "-l", "16", "--method", "ctmc", "--max-states", "10"),
+     "more than max_states = 10"),
+    (("stability", "-s", "1000000", "-k", "100000", "-l", "5000"), "too large to count its states"),
+    (("stability", "-s", "8", "-k", "4", "--release", "knee"), "barriers must be 2 for the knee release"),
+    (("stability", "-s", "8", "-k", "4", "--min-fraction", "0.5"), "min_fraction must be None unless release"),
+    (("simulate", "-s", "8", "--arrival-rate", "1"), "give --tasks K"),
+    (("simulate", "-s", "8", "-k", "4"), "--arrival-rate must be given"),
+    (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "1", "--utilization", "0.5"),
+     "give at most one of --arrival-rate and --utilization"),
+    (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "1", "--barrier-fraction", "2"),
+     "barrier-fraction must be a finite number with 0 <= barrier-fraction <= 1"),
+    (("simulate", "-s", "8", "-k", "4", "--tasks-pmf", "4:1", "--arrival-rate", "1"), "give exactly one of tasks"),
+    (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "1", "--revive", "0.5"),
+     "revive_interval must be None without an overhead model"),
+    (("simulate", "-s", "8", "-k", "4", "-l", "2", "--release", "knee", "--arrival-rate", "1"),
+     "needed must equal tasks with release = 'knee'"),
+    (("simulate", "-s", "8", "-k", "4", "--release", "timeout", "--arrival-rate", "1"), "timeout must be given"),
+    (("simulate", "-s", "8", "-k", "4", "--probe-ratio", "2", "--arrival-rate", "1"),
+     "probe_ratio must be None with placement = 'central'"),
+    (("simulate", "-s", "8", "-k", "4", "--placement", "sample", "--probe-ratio", "0.5", "--arrival-rate", "1"),
+     "probe-ratio must be a finite number >= 1 (got '0.5')"),
+    (("simulate", "-s", "8", "-k", "4", "--sync", "spark", "--arrival-rate", "1"), "sync must be None with phases = 1"),
+    (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "1", "--seed", "-3"),
+     "seed must be an integer with 0 <= seed <= 9223372036854775807 (got '-3')"),
+    (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "1", "--seed", "1.5"), "seed must be an integer"),
+    (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "1", "--jobs", "1"), "jobs must be an integer with 2 <="),
+    (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "1", "--jobs", "100", "--warmup", "99"),
+     "warmup must be an integer with 0 <= warmup <= jobs - 2"),
+    (("simulate", "-s", "8", "-k", "4", "--saturated", "--arrival-rate", "1"), "--arrival-rate must not be given"),
+    (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "1", "--force"), "--force must come with --jobs-csv"),
+    (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "1e300"), "arrival_rate must lie within a factor 1e9"),
+    (("simulate", "-s", "16", "-k", "4", "--arrival-rate", "4", "--jobs", "5000"),
+     "stability limit lambda_max = 3.60337"),
+    (("simulate", "-s", "20000", "-k", "4", "--placement", "sample", "--arrival-rate", "1"),
+     "servers must be at most 10,000 with placement = 'sample'"),
+    (("simulate", "-s", "8", "-k", "8", "--arrival-rate", "1e-6", "--jobs", "100000000000", "--replications", "9"),
+     "must be at most 1e+11 task draws"),
+    (("bound", "-s", "16", "-k", "8", "--arrival-rate", "2", "--epsilon", "0.01"),
+     "arrival_rate must be below 1 / E[spacing]"),
+    (("bound", "-s", "16", "-k", "8", "--arrival-rate", "1", "--epsilon", "2"),
+     "epsilon must be a finite number with 0 < epsilon < 1"),
+    (("bound", "-s", "16", "-k", "8", "--arrival-rate", "1", "--epsilon", "0.01", "--task-dist",
+      "erlang:shape=2,rate=2"),
+     "unrecognized arguments"),
+    (("plan", "-s", "16", "--utilization", "1.5"), "utilization must be a finite number with 0 < utilization < 1"),
+    (("plan", "-s", "16", "--utilization", "0.5", "--seed", "3"), "--seed must come with --simulate-jobs"),
+    (("plan", "-s", "16", "--utilization", "0.5", "--min-needed-fraction", "0.5"),
+     "--min-needed-fraction must come with --barriers 2"),
+    (("plan-phases", "-k", "4", "--max-share", "1"), "max-share must be a finite number with 0 < max-share < 1"),
+    (("plan-phases", "-k", "4", "--task-rate", "2", "--task-dist", "exp:rate=2"), "give at most one of --task-rate"),
+    (("sweep", "-s", "8", "-k", "", "--arrival-rate", "1", "--out", "x"), "a list must be comma-separated values"),
+    (("sweep", "-s", "8", "-k", "4,16", "--arrival-rate", "1", "--out", "x"),
+     "grid point 1 (servers=8, tasks=16, arrival_rate=1.0): tasks must be an integer with 1 <= tasks <= servers = 8"),
+    (("sweep", "-s", "8", "-k", "4", "--arrival-rate", "1", "--out", "x", "--master", "local[2]"),
+     "master must be given only with backend 'spark'"),
+    (("spark-analyze", "nope"), "event log must be an existing file or directory"),
+    (("spark-analyze", str(LOG), "--skip-jobs", "-3"), "skip-jobs must be an integer >= 0 (got '-3')"),
+    (("spark-analyze", str(LOG), "--skip-jobs", "100"), "--skip-jobs must be below the number of jobs, 10"),
+    (("spark-analyze", str(LOG), "--jobs-csv", str(LOG)), "--jobs-csv must not be one of the command's inputs"),
+    (("spark-analyze", str(LOG), "--jobs-csv", "/nonexistent/x.csv"), "--jobs-csv must be in an existing folder"),
+    (("spark-bench", "--arrival-rate", "0.5", "--out", str(Path(__file__).parent / "data" / "spark-run-s2-k2")),
+     "--out must be a new or empty folder"),
+    (("spark-bench", "--arrival-rate", "0.5", "--phases", "2", "--sync-points", "1", "--out", "x"),
+     "sync_points must be 0 with phases > 1"),
+]
 
 
-def test_simulate_json_has_the_documented_keys():
+@pytest.mark.parametrize("args, fragment", BAD_INPUTS, ids=[f"bad{i}" for i in range(len(BAD_INPUTS))])
+def test_bad_input_exits_2_with_one_line(args, fragment):
+    code, out, err = run_here(list(args))
+    assert code == 2, (out, err)
+    assert fragment in err, err
+    assert err.count("\n") == 1 and err.startswith("barrier-queues: error: ")
+    assert "Traceback" not in err
+
+
+def test_there_are_at_least_fifty_bad_inputs_in_the_table():
+    assert len(BAD_INPUTS) >= 50
+
+
+def test_simulate_json_is_strict_and_has_the_documented_keys():
     out = run("simulate", "--servers", "16", "--tasks", "4", "--barriers", "1", "--arrival-rate", "2.8",
               "--jobs", "20000", "--replications", "2", "--seed", "3", "--json")
     assert out.returncode == 0, out.stderr
-    data = json.loads(out.stdout)
-    for key in ("jobs", "utilization", "mean_waiting", "mean_sojourn", "quantiles", "ci",
-                "jobs_per_second", "stable"):
+    data = json.loads(out.stdout, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+    for key in ("jobs", "utilization", "mean_waiting", "mean_sojourn", "quantiles", "ci", "jobs_per_second",
+                "stable", "warmup"):
         assert key in data
     assert set(data["quantiles"]) == {"waiting", "sojourn", "execution"}
     assert "0.99" in data["quantiles"]["waiting"] and data["stable"] is True
     again = json.loads(run("simulate", "--servers", "16", "--tasks", "4", "--arrival-rate", "2.8",
                            "--jobs", "20000", "--replications", "2", "--seed", "3", "--json").stdout)
     assert again["quantiles"] == data["quantiles"]      # same seed, same results
+    one = json.loads(run("simulate", "-s", "8", "-k", "2", "--arrival-rate", "2", "--jobs", "4000", "--seed", "1",
+                         "--json").stdout, parse_constant=lambda c: pytest.fail(c))
+    # one replication: quantile intervals are undefined, null with the reason
+    assert one["quantile_ci"]["waiting"]["0.99"] == [None, None]
+    assert "needs more data" in one["null_values"]["quantile_ci.waiting.0.99[0]"]
 
 
 def test_simulate_variants_from_the_command_line(tmp_path):
@@ -80,15 +195,26 @@ def test_simulate_variants_from_the_command_line(tmp_path):
                           "--overhead", "event", "--revive", "0.5", "--jobs", "5000", "--seed", "1",
                           "--jobs-csv", str(csv), "--json").stdout)
     assert data["config"]["tasks_pmf"] == {"4": 0.5, "12": 0.5}
-    assert csv.read_text().startswith("replication,job,warmup,arrival")
+    assert csv.read_text().startswith("replication,job,arrival,start")
+    again = run("simulate", "-s", "16", "-k", "4", "--arrival-rate", "1.0", "--jobs", "5000", "--jobs-csv", str(csv))
+    assert again.returncode == 2 and "exists; pass --force" in again.stderr
+    assert run("simulate", "-s", "16", "-k", "4", "--arrival-rate", "1.0", "--jobs", "5000", "--jobs-csv", str(csv),
+               "--force").returncode == 0
     sat = json.loads(run("simulate", "-s", "12", "-k", "3", "-l", "2", "--saturated", "--jobs", "20000",
-                         "--seed", "1", "--json").stdout)
+                         "--replications", "4", "--seed", "1", "--json").stdout)
     assert sat["lambda_max_ci"][0] < 5.4784 < sat["lambda_max_ci"][1]
+    knee = json.loads(run("simulate", "-s", "16", "-k", "8", "--release", "knee", "--min-fraction", "0.5",
+                          "--min-wait", "0", "--arrival-rate", "1", "--jobs", "20000", "--seed", "1", "--json").stdout)
+    assert 4 <= knee["mean_completed_tasks"] < 8 and 0 < knee["useful_utilization"] < knee["utilization"]
+    sample = json.loads(run("simulate", "-s", "16", "-k", "4", "--placement", "sample", "--probe-ratio", "2",
+                            "--utilization", "0.5", "--jobs", "20000", "--seed", "1", "--json").stdout)
+    assert 0 < sample["held_share"] < 0.5 and sample["offered_utilization"] == pytest.approx(0.5)
+    phases = json.loads(run("simulate", "-s", "8", "-k", "4", "--phases", "3", "--sync", "spark", "--sync-poll", "1",
+                            "--arrival-rate", "0.1", "--jobs", "5000", "--seed", "1", "--json").stdout)
+    assert phases["config"]["phases"] == 3 and phases["useful_utilization"] < phases["utilization"]
 
 
 def test_simulate_refuses_an_unstable_load_and_allows_it_on_request():
-    out = run("simulate", "-s", "16", "-k", "4", "--arrival-rate", "4", "--jobs", "5000")
-    assert out.returncode == 2 and "stability limit lambda_max = 3.60337" in out.stderr
     data = json.loads(run("simulate", "-s", "16", "-k", "4", "--arrival-rate", "4", "--jobs", "50000",
                           "--allow-unstable", "--seed", "1", "--json").stdout)
     assert data["stable"] is False
@@ -105,38 +231,24 @@ def test_bound_json_and_plan():
     assert gg["form"] == "gg"
     plan = json.loads(run("plan", "-s", "16", "--utilization", "0.5", "--json").stdout)
     assert plan["recommended"]["tasks"] == 8 and len(plan["curve"]) > 5
-    text = run("plan", "-s", "16", "--utilization", "0.5").stdout
-    assert "recommended: k = 8" in text
-
-
-@pytest.mark.parametrize("args, fragment", [
-    (("simulate", "-s", "8", "--arrival-rate", "1"), "give --tasks K"),
-    (("simulate", "-s", "8", "-k", "4"), "--arrival-rate must be given"),
-    (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "1", "--barrier-fraction", "2"),
-     "barrier_fraction must be a number with 0 <= barrier_fraction <= 1"),
-    (("bound", "-s", "16", "-k", "8", "--arrival-rate", "2", "--epsilon", "0.01"),
-     "arrival_rate must be below 1 / E[spacing]"),
-    (("bound", "-s", "16", "-k", "8", "--arrival-rate", "1", "--epsilon", "2"), "epsilon must be a number"),
-    (("plan", "-s", "16", "--utilization", "1.5"), "utilization must be a number with 0 < utilization < 1"),
-])
-def test_more_bad_input_exits_2(args, fragment):
-    out = run(*args)
-    assert out.returncode == 2, out.stdout
-    assert fragment in out.stderr and "Traceback" not in out.stderr
+    assert "recommended: k = 8" in run("plan", "-s", "16", "--utilization", "0.5").stdout
+    big = json.loads(run("plan", "-s", "100000", "--utilization", "0.5", "--json").stdout)
+    assert big["grid"].startswith("128 k on a logarithmic grid") and len(big["curve"]) < 300
+    phases = json.loads(run("plan-phases", "-k", "8", "--max-phases", "6", "--samples", "5000", "--json").stdout)
+    assert 1 <= phases["recommended"]["phases"] <= 6 and len(phases["curve"]) == 6
 
 
 def test_spark_analyze_json_on_a_real_event_log(tmp_path):
-    log = next((Path(__file__).parent / "data" / "spark-run-s2-k2" / "eventlog").glob("*.zstd"))
     csv = tmp_path / "jobs.csv"
-    out = run("spark-analyze", str(log), "--json", "--skip-jobs", "2", "--jobs-csv", str(csv))
+    out = run("spark-analyze", str(LOG), "--json", "--skip-jobs", "2", "--jobs-csv", str(csv), "--bootstrap", "19")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     for key in ("jobs", "mean_waiting", "mean_sojourn", "overhead_samples", "ks_statistic", "ks_pvalue"):
         assert key in data
     assert data["jobs"] == 8 and len(data["overhead_samples"]) == 7
     assert 0 < data["ks_statistic"] < 1 and 0 < data["ks_pvalue"] <= 1
-    # the maximum-likelihood R is at least the largest sample (the likelihood is 0 below it)
     assert data["mle_revive"] >= max(data["overhead_samples"]) and data["mle_rate"] > 0
+    assert data["mle_ks_pvalue_method"] == "parametric bootstrap (19 refits)"
     assert data["spark_version"] == "4.3.0"
     assert csv.read_text().startswith("job_id,key,barrier,tasks,submission")
 
@@ -146,5 +258,116 @@ def test_spark_analyze_bad_logs(tmp_path):
     bad.write_text('{"Event": "SparkListenerJobStart", "Job ID": 0, "Submission Time": 1, "Stage IDs": [0]}\n{"Ev')
     out = run("spark-analyze", str(bad))
     assert out.returncode == 2 and "line 2: not a JSON event" in out.stderr
-    out = run("spark-analyze", str(tmp_path / "missing"))
-    assert out.returncode == 2 and "must be an existing file or directory" in out.stderr
+
+
+# --------------------------------------------------------------------------------------------------
+# property-based: random and boundary values for every option of every subcommand
+
+INT_VALUES = ["-1", "0", "1", "2", "3", "4", "8", "16", "1.0", "2.5", "1e3", "abc", "", "nan", "99999999999999999999"]
+FLOAT_VALUES = ["-1", "0", "1e-320", "1e-12", "0.001", "0.3", "0.5", "0.999", "1", "2", "7.5", "1e9", "1e308",
+                "inf", "-inf", "nan", "x", ""]
+SMALL_SERVERS = ["1", "2", "3", "8", "16", "0", "-2", "1000001", "x"]
+SMALL_JOBS = ["2", "3", "50", "500", "0", "-5", "1.5"]
+
+
+def _option(name, values):
+    return st.one_of(st.just([]), st.sampled_from(values).map(lambda v: [name, v]))
+
+
+def _flag(name):
+    return st.sampled_from([[], [name]])
+
+
+SYSTEM = [("--tasks", INT_VALUES), ("--tasks-pmf", ["1:1", "1:0.5,2:0.5", "2:0.5,4:0.6", "0:1", "x", "4:0.5,4:0.5"]),
+          ("--needed", INT_VALUES), ("--barriers", ["1", "2", "0", "3"]), ("--arrival-rate", FLOAT_VALUES),
+          ("--utilization", FLOAT_VALUES), ("--arrival", ["poisson", "deterministic", "bursty"]),
+          ("--task-rate", FLOAT_VALUES), ("--task-dist", ["erlang:shape=2,rate=2", "bimodal:p=0.9,rate1=2,rate2=0.2",
+                                                          "deterministic:value=1", "exp:rate=nan", "weibull", ""]),
+          ("--barrier-fraction", FLOAT_VALUES), ("--overhead", ["paper", "event", "spark"]), ("--revive", FLOAT_VALUES),
+          ("--release", ["fixed", "knee", "timeout", "early"]), ("--min-fraction", FLOAT_VALUES),
+          ("--min-wait", FLOAT_VALUES), ("--knee-gain", FLOAT_VALUES), ("--timeout", FLOAT_VALUES),
+          ("--placement", ["central", "sample", "random"]), ("--probe-ratio", FLOAT_VALUES),
+          ("--phases", ["1", "2", "3", "0", "-1", "x"]), ("--sync", ["ideal", "spark", "none"]),
+          ("--sync-poll", FLOAT_VALUES)]
+
+
+@st.composite
+def simulate_argv(draw):
+    argv = ["simulate", "--servers", draw(st.sampled_from(SMALL_SERVERS)), "--json"]
+    for name, values in SYSTEM:
+        argv += draw(_option(name, values))
+    argv += draw(_option("--jobs", SMALL_JOBS)) or ["--jobs", "200"]
+    argv += draw(_option("--replications", ["1", "2", "0", "x"]))
+    argv += draw(_option("--warmup", ["0", "1", "10", "-1", "100000"]))
+    argv += draw(_option("--workers", ["1", "2", "0"]))
+    argv += draw(_option("--seed", ["0", "1", "18446744073709551615", "-1", "2.5"]))
+    argv += draw(_flag("--saturated")) + draw(_flag("--allow-unstable"))
+    return argv
+
+
+@st.composite
+def other_argv(draw):
+    command = draw(st.sampled_from(["stability", "bound", "plan", "plan-phases", "spark-analyze"]))
+    if command == "stability":
+        argv = ["stability", "--servers", draw(st.sampled_from(SMALL_SERVERS + ["24"]))]
+        for name, values in SYSTEM:
+            if name in ("--tasks", "--needed", "--barriers", "--task-rate", "--task-dist", "--release",
+                        "--min-fraction", "--min-wait", "--knee-gain", "--timeout", "--phases", "--sync",
+                        "--sync-poll"):
+                argv += draw(_option(name, values))
+        argv += draw(_option("--method", ["auto", "closed-form", "ctmc", "order-statistics", "quadrature",
+                                          "monte-carlo", "magic"]))
+        argv += draw(_option("--max-states", ["1", "1000", "0", "x"]))
+    elif command == "bound":
+        argv = ["bound", "--servers", draw(st.sampled_from(SMALL_SERVERS)),
+                "--epsilon", draw(st.sampled_from(["0.01", "0.001", "0", "1", "1e-300", "nan"]))]
+        for name, values in SYSTEM:
+            if name in ("--tasks", "--tasks-pmf", "--arrival-rate", "--utilization", "--task-rate",
+                        "--barrier-fraction", "--arrival"):
+                argv += draw(_option(name, values))
+        argv += draw(_option("--form", ["gigi", "gg", "x"]))
+    elif command == "plan":
+        argv = ["plan", "--servers", draw(st.sampled_from(SMALL_SERVERS + ["10000"])),
+                "--utilization", draw(st.sampled_from(FLOAT_VALUES))]
+        argv += draw(_option("--epsilon", ["0.01", "0.1", "0.5", "0", "2"]))
+        argv += draw(_option("--barriers", ["1", "2", "3"]))
+        argv += draw(_option("--form", ["gigi", "gg"]))
+        argv += draw(_option("--simulate-jobs", ["0", "200", "-1"]))
+        argv += draw(_option("--replications", ["1", "2", "0"]))
+        argv += draw(_option("--min-needed-fraction", FLOAT_VALUES))
+        argv += draw(_option("--seed", ["1", "-1"]))
+    elif command == "plan-phases":
+        argv = ["plan-phases", "--tasks", draw(st.sampled_from(INT_VALUES))]
+        argv += draw(_option("--task-rate", FLOAT_VALUES))
+        argv += draw(_option("--task-dist", ["erlang:shape=2,rate=2", "x"]))
+        argv += draw(_option("--sync-poll", FLOAT_VALUES)) + draw(_option("--max-share", FLOAT_VALUES))
+        argv += draw(_option("--max-phases", ["1", "3", "0", "2000"])) + ["--samples", "2000"]
+    else:
+        argv = ["spark-analyze", draw(st.sampled_from([str(LOG), "nope", str(LOG.parent)]))]
+        argv += draw(_option("--revive", FLOAT_VALUES)) + draw(_option("--arrival-rate", FLOAT_VALUES))
+        argv += draw(_option("--skip-jobs", ["0", "2", "9", "10", "-3", "x"]))
+        argv += draw(_option("--key-property", ["bq.job", "missing"]))
+        argv += draw(_option("--bootstrap", ["0", "5", "-1"]))
+    return argv + ["--json"]
+
+
+def _check_outcome(argv):
+    code, out, err = run_here(argv)
+    assert code in (0, 2), (argv, code, err[-2000:])
+    assert "Traceback" not in err, (argv, err[-2000:])
+    if code == 2:
+        assert err.startswith("barrier-queues: error: ") and err.count("\n") == 1, (argv, err)
+    else:
+        json.loads(out, parse_constant=lambda c: pytest.fail(f"{argv}: non-strict JSON constant {c}"))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(argv=simulate_argv())
+def test_fuzz_simulate_ends_in_exit_0_or_2_with_strict_json(argv):
+    _check_outcome(argv)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(argv=other_argv())
+def test_fuzz_other_commands_end_in_exit_0_or_2_with_strict_json(argv):
+    _check_outcome(argv)

@@ -3,69 +3,56 @@
 Reproduces and extends Walker & Fidler, "Performance and Stability of Barrier
 Mode Parallel Systems with Heterogeneous and Redundant Jobs" (2025). The
 public API is re-exported here; implementation modules are named for the part
-of the paper they model (``stability``, ``ctmc``, ``order_stats``,
-``simulate``, ...).
+of the paper they model (``system``, ``stability``, ``ctmc``, ``order_stats``,
+``simulate``, ``bounds``, ``release``, ``phases``, ...).
+
+Names are imported on first use (PEP 562), so that ``import barrier_queues``
+and quick command-line answers do not pay for scipy, pandas or numba.
 """
 
+from importlib import import_module
+
 from ._validation import ParameterError
-from .ctmc import (
-    BackloggedChain,
-    CTMCStability,
-    build_backlogged_chain,
-    count_feasible_states,
-    ctmc_stability,
-    stationary_distribution,
-)
-from .distributions import (
-    Deterministic,
-    Empirical,
-    Erlang,
-    Exponential,
-    HyperExponential,
-    TaskDistribution,
-    as_task_distribution,
-    parse_task_distribution,
-)
-from .order_stats import (
-    exp_order_stat_mean,
-    exp_order_stat_mgf,
-    exp_order_stat_var,
-    exp_server_time_per_job,
-    harmonic,
-    order_stat_mean,
-    server_time_per_job,
-)
-from .simulate import (
-    SimulationConfig,
-    SimulationResult,
-    compare_with_exact,
-    saturated_curve,
-    saturated_many,
-    saturated_throughput,
-    simulate,
-    simulate_many,
-    trace,
-)
-from .stability import (
-    StabilityLimit,
-    one_barrier_lambda_max,
-    stability_curve,
-    stability_limit,
-    table_one,
-    two_barrier_lambda_max,
-)
+from .simulate import simulate
+from .sweep import sweep
 from .system import BarrierSystem
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
-__all__ = [
-    "BackloggedChain", "BarrierSystem", "CTMCStability", "Deterministic", "Empirical", "Erlang",
-    "Exponential", "HyperExponential", "ParameterError", "SimulationConfig", "SimulationResult",
-    "StabilityLimit", "TaskDistribution", "as_task_distribution", "build_backlogged_chain",
-    "compare_with_exact", "count_feasible_states", "ctmc_stability", "exp_order_stat_mean",
-    "exp_order_stat_mgf", "exp_order_stat_var", "exp_server_time_per_job", "harmonic",
-    "one_barrier_lambda_max", "order_stat_mean", "parse_task_distribution", "saturated_curve",
-    "saturated_many", "saturated_throughput", "server_time_per_job", "simulate", "simulate_many",
-    "stability_curve", "stability_limit", "stationary_distribution", "table_one", "trace",
-    "two_barrier_lambda_max",
-]
+_EXPORTS = {
+    "ctmc": ["BackloggedChain", "CTMCStability", "build_backlogged_chain", "count_feasible_states",
+             "ctmc_stability", "stationary_distribution"],
+    "distributions": ["Deterministic", "Empirical", "Erlang", "Exponential", "HyperExponential", "TaskDistribution",
+                      "as_task_distribution", "parse_task_distribution", "scaled"],
+    "order_stats": ["exp_order_stat_mean", "exp_order_stat_mgf", "exp_order_stat_var", "exp_server_time_per_job",
+                    "harmonic", "order_stat_mean", "server_time_per_job"],
+    "simulate": ["SimulationResult", "compare_with_exact", "saturated_curve", "saturated_many",
+                 "saturated_throughput", "simulate_many", "trace"],
+    "stability": ["StabilityLimit", "known_limit", "one_barrier_lambda_max", "stability_curve", "stability_limit",
+                  "table_one", "two_barrier_lambda_max"],
+    "load": ["arrival_rate_for", "at_utilization", "mean_work", "offered_utilization"],
+    "release": ["release_law"],
+    "phases": ["phase_law", "plan_phases"],
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name):
+    if name == "SimulationConfig":           # the one system description, under its old name
+        return BarrierSystem
+    if name in _WHERE:
+        value = getattr(import_module(f".{_WHERE[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if name in ("bounds", "figures", "results", "statistics", "spark_analysis", "spark_bench", "eventlog",
+                "overhead", "reference", "cli", "sweep", "load", "release", "phases", "ctmc", "simulate",
+                "stability", "distributions", "order_stats", "system"):
+        return import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_WHERE) | {"SimulationConfig"})
+
+
+__all__ = ["BarrierSystem", "ParameterError", "SimulationConfig", "simulate", "sweep", *sorted(_WHERE)]

@@ -3,50 +3,228 @@
 Commands
 --------
 stability
-    Maximum stable load of a 1- or 2-barrier (s,k,l) system (Table I, CTMC,
-    order statistics). ``--json`` prints one JSON object.
+    Maximum stable load of a barrier system (Table I, CTMC, order
+    statistics; timeout and knee release and phases for 2 barriers).
 simulate
-    Simulate a barrier system (any of MODEL.md section 2's variants) and print
-    utilization, means and quantiles of waiting, sojourn and execution time
-    with confidence intervals; ``--saturated`` estimates the stability limit.
+    Simulate any system (MODEL.md section 2, EXTENSIONS.md): means and
+    quantiles of waiting, sojourn and execution time with confidence
+    intervals; ``--saturated`` estimates the stability limit.
+sweep
+    The options of ``simulate`` where numeric options may be comma-separated
+    lists: one row per grid point, locally or on Spark, resumable.
 bound
     Waiting, sojourn and service quantile bounds of a 1-barrier system
     (stochastic network calculus, paper section III).
 plan
     The number of tasks per job k (and l) that minimises delay for a cluster.
+plan-phases
+    How many ``barrier()`` phases per job before Spark's sync cost dominates.
 spark-bench
     Run barrier jobs on a real Spark (local-cluster by default) and record them.
 spark-analyze
     Summarise a Spark event log: waiting and sojourn times, blocking-overhead
     samples and their KS test against min(U(0,R), Exp(lambda)).
 
-Bad input prints one line ``barrier-queues: error: ...`` naming the
-parameter and its valid range, and exits with status 2.
+Every bad input ends in exit status 2 and one line
+``barrier-queues: error: ...`` naming the parameter and its valid range; no
+command writes over an existing file unless given ``--force``, nor over its
+own input; ``--json`` prints one strict JSON object (no NaN: null, with the
+reason under ``null_values``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import sys
-from pathlib import Path
-
-import numpy as np
 
 from ._validation import ParameterError
 
+PROG = "barrier-queues"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit 2) instead of usage + message."""
+
+    def error(self, message):
+        self.exit(2, f"{PROG}: error: {message}\n")
+
+
+def _int(name: str, low: int | None = None, high: int | None = None):
+    def parse(text):
+        try:
+            value = int(text, 10)
+        except (TypeError, ValueError):
+            try:
+                f = float(text)
+            except ValueError:
+                f = math.nan
+            if not (math.isfinite(f) and f.is_integer()):
+                raise argparse.ArgumentTypeError(_range_msg(name, "an integer", low, high, text)) from None
+            value = int(f)
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(_range_msg(name, "an integer", low, high, text))
+        return value
+    return parse
+
+
+def _float(name: str, low: float | None = None, high: float | None = None, open_low: bool = False,
+           open_high: bool = False):
+    def parse(text):
+        try:
+            value = float(text)
+        except (TypeError, ValueError):
+            value = math.nan
+        bad = not math.isfinite(value)
+        if not bad and low is not None:
+            bad = value <= low if open_low else value < low
+        if not bad and high is not None:
+            bad = value >= high if open_high else value > high
+        if bad:
+            raise argparse.ArgumentTypeError(_range_msg(name, "a finite number", low, high, text, open_low, open_high))
+        return value
+    return parse
+
+
+def _scale(name: str):
+    """A rate or a time in seconds, ``1e-9 <= x <= 1e9``: no reciprocal, product or
+    sum of such values leaves the floating-point range."""
+    return _float(name, 1e-9, 1e9)
+
+
+def _range_msg(name, what, low, high, got, open_low=False, open_high=False) -> str:
+    if low is not None and high is not None:
+        rng = f" with {low} {'<' if open_low else '<='} {name} {'<' if open_high else '<='} {high}"
+    elif low is not None:
+        rng = f" {'>' if open_low else '>='} {low}"
+    elif high is not None:
+        rng = f" {'<' if open_high else '<='} {high}"
+    else:
+        rng = ""
+    return f"{name} must be {what}{rng} (got {got!r})"
+
+
+def _list(parse):
+    """A comma-separated list of values for sweeps (each parsed by ``parse``)."""
+    def parse_list(text):
+        items = [t.strip() for t in str(text).split(",")]
+        if not items or any(t == "" for t in items):
+            raise argparse.ArgumentTypeError(f"a list must be comma-separated values without empty items "
+                                             f"(got {text!r})")
+        return [parse(t) for t in items]
+    return parse_list
+
+
+SEED = _int("seed", 0, 2**63 - 1)
+
+
+# --------------------------------------------------------------------------------------------------
+# the system options, shared by simulate, sweep and bound
+
+SYSTEM_OPTIONS = {
+    # option: (dest, parser, help)
+    "--servers": ("servers", _int("servers", 1), "workers s >= 1"),
+    "--tasks": ("tasks", _int("tasks", 1), "tasks per job, 1 <= k <= s"),
+    "--tasks-pmf": ("tasks_pmf", str, "pmf of k, e.g. '4:0.5,12:0.5' (instead of --tasks)"),
+    "--needed": ("needed", _int("needed", 1), "tasks that must finish, 1 <= l <= k (default k)"),
+    "--barriers": ("barriers", _int("barriers", 1, 2), "1: start barrier; 2: start and departure barrier (default 1)"),
+    "--arrival-rate": ("arrival_rate", _float("arrival-rate", 0, open_low=True), "job arrival rate lambda > 0"),
+    "--utilization": ("utilization", _float("utilization", 0, open_low=True),
+                      "offered utilization rho > 0 (instead of --arrival-rate)"),
+    "--arrival": ("arrival", str, "poisson (default) or deterministic"),
+    "--task-rate": ("task_rate", _float("task-rate", 0, open_low=True), "rate mu of exponential tasks (default 1)"),
+    "--task-dist": ("task_dist", str, "task law, e.g. 'erlang:shape=4,rate=4', 'bimodal:p=0.9,rate1=10,rate2=0.1'"),
+    "--barrier-fraction": ("barrier_fraction", _float("barrier-fraction", 0, 1),
+                           "probability p that a job is a barrier job (hybrid; default 1)"),
+    "--overhead": ("overhead", str, "Spark blocking overhead model: paper or event"),
+    "--revive": ("revive_interval", _float("revive", 0, open_low=True),
+                 "revive interval R (with --overhead; default 1)"),
+    "--release": ("release", str, "when a job departs: fixed (default), knee or timeout"),
+    "--min-fraction": ("min_fraction", _float("min-fraction", 0, 1, open_low=True),
+                       "knee: tasks that must finish first, 0 < f <= 1 (default 0.5)"),
+    "--min-wait": ("min_wait", _float("min-wait", 0), "knee: time before a knee counts, w >= 0 (default 0)"),
+    "--knee-gain": ("knee_gain", _float("knee-gain", 0, 1, open_low=True),
+                    "knee: EWMA gain of the mean gap (default 1/8)"),
+    "--timeout": ("timeout", _float("timeout", 0, open_low=True), "timeout: release after T > 0 at the latest"),
+    "--placement": ("placement", str, "central (default: one FIFO queue) or sample (batch sampling)"),
+    "--probe-ratio": ("probe_ratio", _float("probe-ratio", 1), "sample: probes per task d >= 1 (default 2)"),
+    "--phases": ("phases", _int("phases", 1), "phases per job m >= 1, barrier() between them (default 1)"),
+    "--sync": ("sync", str, "barrier() release with --phases: ideal (default) or spark"),
+    "--sync-poll": ("sync_poll", _float("sync-poll", 0, open_low=True), "Spark's barrier() poll period P (default 1)"),
+}
+SHORT = {"--servers": "-s", "--tasks": "-k", "--needed": "-l", "--barriers": "-b"}
+CHOICES = {"arrival": ("poisson", "deterministic"), "overhead": ("paper", "event"),
+           "release": ("fixed", "knee", "timeout"),
+           "placement": ("central", "sample"), "sync": ("ideal", "spark")}
+NUMERIC = {"servers", "tasks", "needed", "barriers", "arrival_rate", "utilization", "task_rate", "barrier_fraction",
+           "revive_interval", "min_fraction", "min_wait", "knee_gain", "timeout", "probe_ratio", "phases", "sync_poll"}
+
+
+def _choice(name, choices):
+    def parse(text):
+        if text not in choices:
+            raise argparse.ArgumentTypeError(f"{name} must be one of {', '.join(choices)} (got {text!r})")
+        return text
+    return parse
+
+
+def _add_system_options(p, names=None, lists: bool = False, required=("--servers",)):
+    for option, (dest, parse, help_) in SYSTEM_OPTIONS.items():
+        if names is not None and option not in names:
+            continue
+        if dest in CHOICES:
+            parse = _choice(option[2:], CHOICES[dest])
+        if lists and dest in NUMERIC:
+            parse = _list(parse)
+        flags = [option] + ([SHORT[option]] if option in SHORT else [])
+        p.add_argument(*flags, dest=dest, type=parse, default=None, required=option in required,
+                       help=help_ + (" (a comma-separated list sweeps it)" if lists and dest in NUMERIC else ""))
+
+
+def _system_kwargs(args, names=None) -> dict:
+    kw = {}
+    for option, (dest, _, _) in SYSTEM_OPTIONS.items():
+        if (names is not None and option not in names) or dest == "utilization":
+            continue
+        value = getattr(args, dest, None)
+        if value is not None:
+            kw[dest] = value
+    return kw
+
+
+def _system(args, names=None, need_rate: bool = True):
+    from .system import BarrierSystem
+
+    kw = _system_kwargs(args, names)
+    utilization = getattr(args, "utilization", None)
+    if utilization is not None and "arrival_rate" in kw:
+        raise ParameterError("give at most one of --arrival-rate and --utilization (got both)")
+    if "tasks" not in kw and "tasks_pmf" not in kw:
+        raise ParameterError("give --tasks K (1 <= K <= servers) or --tasks-pmf 'k:p,...' (got neither)")
+    if utilization is not None:
+        from .load import at_utilization
+
+        return at_utilization(BarrierSystem(**kw), utilization)
+    if need_rate and "arrival_rate" not in kw:
+        raise ParameterError("--arrival-rate must be given (a number > 0), or --utilization")
+    return BarrierSystem(**kw)
+
+
+# --------------------------------------------------------------------------------------------------
+# commands
 
 def _stability(args) -> dict:
     from .stability import stability_limit
 
-    lim = stability_limit(args.servers, args.tasks, args.needed, args.barriers,
-                          task_rate=args.task_rate, task_dist=args.task_dist,
-                          method=args.method, max_states=args.max_states)
+    system = _system(args, need_rate=False)
+    lim = stability_limit(system, method=args.method, max_states=args.max_states)
     out = lim.to_dict()
     if out["states"] is None:
         out.pop("states")
-    out["lambda_max_unit"] = "jobs per unit time" + (" (mu = 1)" if args.task_rate == 1.0
-                                                      and args.task_dist is None else "")
+    if out["lambda_max_ci"] is None:
+        out.pop("lambda_max_ci")
+    out["lambda_max_unit"] = "jobs per unit time" + (" (mu = 1)" if system.task_rate == 1.0 else "")
+    out["system"] = system.describe()
     return out
 
 
@@ -54,85 +232,104 @@ def _print_stability(out: dict) -> None:
     name = f"({out['servers']},{out['tasks']},{out['needed']}) {out['barriers']}-barrier"
     print(f"system            {name}")
     print(f"task law          {out['task_law']}")
-    print(f"method            {out['method']}" + (f" ({out['states']:,} states)"
-                                                   if "states" in out else ""))
-    print(f"lambda_max        {out['lambda_max']:.10g}  {out['lambda_max_unit']}")
+    print(f"method            {out['method']}" + (f" ({out['states']:,} states)" if "states" in out else ""))
+    ci = f"  95% CI [{out['lambda_max_ci'][0]:.6g}, {out['lambda_max_ci'][1]:.6g}]" if "lambda_max_ci" in out else ""
+    print(f"lambda_max        {out['lambda_max']:.10g}  {out['lambda_max_unit']}{ci}")
     print(f"rho_max           {out['rho_max']:.10g}")
     print(f"rho_useful        {out['rho_useful']:.10g}")
     print(f"task_throughput   {out['task_throughput']:.10g}  tasks per worker per mean task time")
 
 
 def _simulate(args) -> dict:
-    from .simulate import SimulationConfig, saturated_throughput, simulate
+    from .outputs import check_new_file
+    from .simulate import saturated_throughput, simulate
 
-    if args.tasks is None and args.tasks_pmf is None:
-        raise ParameterError("give --tasks K (1 <= K <= servers) or --tasks-pmf 'k:p,...' (got neither)")
-    config = SimulationConfig(
-        servers=args.servers, tasks=args.tasks if args.tasks_pmf is None else None,
-        arrival_rate=None if args.saturated else args.arrival_rate, needed=args.needed,
-        barriers=args.barriers, task_rate=args.task_rate, task_dist=args.task_dist,
-        tasks_pmf=args.tasks_pmf, barrier_fraction=args.barrier_fraction, arrival=args.arrival,
-        overhead=args.overhead, revive_interval=args.revive)
     if args.saturated:
-        out = saturated_throughput(config, jobs=args.jobs, replications=args.replications,
-                                   seed=args.seed, workers=args.workers,
-                                   progress=False if args.json else None)
+        for flag, value in (("--arrival-rate", args.arrival_rate), ("--utilization", args.utilization),
+                            ("--jobs-csv", args.jobs_csv), ("--allow-unstable", args.allow_unstable or None)):
+            if value is not None:
+                raise ParameterError(f"{flag} must not be given with --saturated (got {value!r}): every job "
+                                     "arrives at time 0")
+    if args.force and not args.jobs_csv:
+        raise ParameterError("--force must come with --jobs-csv (got --force alone): nothing else is written")
+    if args.workers is not None and args.replications == 1:
+        raise ParameterError(f"--workers must come with --replications 2 or more (got --workers {args.workers} and one "
+                             "replication): one replication runs in one process")
+    system = _system(args, need_rate=not args.saturated)
+    if args.jobs_csv:
+        check_new_file("--jobs-csv", args.jobs_csv, force=args.force)     # before a long run, not after it
+    if args.saturated:
+        out = saturated_throughput(system, jobs=args.jobs, replications=args.replications, seed=args.seed,
+                                   warmup=args.warmup, workers=args.workers, progress=False if args.json else None)
         out["mode"] = "saturated"
     else:
-        if args.arrival_rate is None:
-            raise ParameterError("--arrival-rate must be given (a number > 0), or --saturated")
-        result = simulate(config, jobs=args.jobs, replications=args.replications, seed=args.seed,
-                          warmup=args.warmup, workers=args.workers,
-                          progress=False if args.json else None,
-                          allow_unstable=args.allow_unstable)
-        out = result.summary()
+        result = simulate(system, jobs=args.jobs, replications=args.replications, seed=args.seed, warmup=args.warmup,
+                          workers=args.workers, progress=False if args.json else None,
+                          allow_unstable=args.allow_unstable, jobs_csv=args.jobs_csv)
+        out = dict(result.summary())
         out["mode"] = "queue"
         if args.jobs_csv:
-            result.to_frame().to_csv(args.jobs_csv, index=False)
             out["jobs_csv"] = args.jobs_csv
-    out["config"] = config.describe()
+    out["config"] = system.describe()
     out["seed"] = args.seed
     return out
 
 
+def _fmt(value, spec=".4f") -> str:
+    return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else format(value, spec)
+
+
 def _print_simulation(out: dict) -> None:
     cfg = out["config"]
-    k = cfg["tasks"] if cfg["tasks"] is not None else f"pmf {cfg['tasks_pmf']}"
+    k = cfg["tasks"] if cfg["tasks_pmf"] is None else f"pmf {cfg['tasks_pmf']}"
+    extra = []
+    if cfg["release"] != "fixed":
+        extra.append(f"release {cfg['release']}")
+    if cfg["phases"] > 1:
+        extra.append(f"{cfg['phases']} phases, {cfg['sync']} sync")
+    if cfg["placement"] != "central":
+        extra.append(f"batch sampling d = {cfg['probe_ratio']}")
     print(f"system        s = {cfg['servers']}, k = {k}, l = {cfg['needed']}, {cfg['barriers']}-barrier, "
-          f"barrier fraction {cfg['barrier_fraction']}, task law {cfg['task_dist']}")
+          f"barrier fraction {cfg['barrier_fraction']}, task law {cfg['task_dist']}"
+          + (", " + ", ".join(extra) if extra else ""))
     if out["mode"] == "saturated":
-        print(f"saturated     {out['replications']} x {out['jobs']:,} jobs (warm-up {out['warmup']:,})")
-        for key in ("lambda_max", "rho_max", "rho_useful"):
-            lo, hi = out[f"{key}_ci"]
-            print(f"{key:<13} {out[key]:.6g}   {int(out['level'] * 100)}% CI [{lo:.6g}, {hi:.6g}]")
+        print(f"saturated     {out['replications']} x {out['jobs']:,} jobs (warm-up: {out['warmup']['rule']})")
+        for key in ("lambda_max", "rho_max", "rho_useful", "held_share"):
+            if key in out:
+                lo, hi = out[f"{key}_ci"]
+                print(f"{key:<13} {out[key]:.6g}   {int(out['level'] * 100)}% CI "
+                      f"[{_fmt(lo, '.6g')}, {_fmt(hi, '.6g')}]")
         return
-    print(f"arrivals      {cfg['arrival']}, rate {cfg['arrival_rate']}; overhead {cfg['overhead']}")
-    print(f"jobs          {out['jobs']:,} measured ({out['replications']} replication(s), warm-up "
-          f"{out['warmup']:,} each); CI method {out['ci']['method']}")
-    print(f"utilization   {out['utilization']:.4f} measured, offered {out['offered_utilization']}")
+    print(f"arrivals      {cfg['arrival']}, rate {cfg['arrival_rate']:.6g}; overhead {cfg['overhead']}")
+    print(f"jobs          {out['jobs']:,} measured ({out['replications']} replication(s); "
+          f"warm-up {out['warmup']['rule']}:"
+          f" {', '.join(f'{w:,}' for w in out['warmup']['jobs'][:4])}{' ...' if out['replications'] > 4 else ''});"
+          f" CI {out['ci']['method']}")
+    print(f"utilization   {out['utilization']:.4f} measured, offered {_fmt(out['offered_utilization'])}; useful "
+          f"{out['useful_utilization']:.4f}; tasks completed per job {out['mean_completed_tasks']:.4g}"
+          + (f"; held share {out['held_share']:.4f}" if "held_share" in out else ""))
     stab = out["stability"]
-    print(f"stable        {out['stable']} (analytic lambda_max {stab['lambda_max']} by {stab['method']}; "
-          f"waiting-time drift tau {stab['kendall_tau']:.2f})")
+    print(f"stable        {out['stable']} (analytic lambda_max {_fmt(stab['lambda_max'], '.6g')} by {stab['method']}; "
+          f"waiting-time drift tau {_fmt(stab['kendall_tau'], '.2f')})")
     print(f"{'':13} {'mean':>10} {'95% CI':>24} " + " ".join(f"{'q' + q:>10}" for q in out["quantiles"]["waiting"]))
     for name in ("waiting", "sojourn", "execution"):
         lo, hi = out["ci"][name]
         qs = " ".join(f"{v:>10.4f}" for v in out["quantiles"][name].values())
-        print(f"{name:<13} {out['mean_' + name]:>10.4f} [{lo:>10.4f}, {hi:>10.4f}] {qs}")
+        print(f"{name:<13} {out['mean_' + name]:>10.4f} [{_fmt(lo, '>10.4f')}, {_fmt(hi, '>10.4f')}] {qs}")
     print(f"speed         {out['jobs_per_second']:,.0f} jobs/s end to end, "
           f"{out['kernel_jobs_per_second']:,.0f} jobs/s in the kernel")
 
 
+BOUND_OPTIONS = ("--servers", "--tasks", "--tasks-pmf", "--arrival-rate", "--utilization", "--task-rate",
+                 "--barrier-fraction", "--arrival")
+
+
 def _bound(args) -> dict:
     from .bounds import bound
-    from .simulate import SimulationConfig
 
-    if (args.tasks is None) == (args.tasks_pmf is None):
-        raise ParameterError("give exactly one of --tasks K and --tasks-pmf 'k:p,...'")
-    config = SimulationConfig(servers=args.servers, tasks=args.tasks, tasks_pmf=args.tasks_pmf,
-                              arrival_rate=args.arrival_rate, task_rate=args.task_rate,
-                              barrier_fraction=args.barrier_fraction)
-    out = bound(config, args.epsilon, args.form).to_dict()
-    out["config"] = config.describe()
+    system = _system(args, BOUND_OPTIONS)
+    out = bound(system, args.epsilon, args.form).to_dict()
+    out["config"] = system.describe()
     return out
 
 
@@ -148,11 +345,21 @@ def _print_bound(out: dict) -> None:
 def _plan(args) -> dict:
     from .bounds import plan
 
-    result = plan(args.servers, args.utilization, args.epsilon, args.barriers, args.form,
-                  simulate_jobs=args.simulate_jobs, seed=args.seed,
-                  min_needed_fraction=args.min_needed_fraction)
-    return {"recommended": result["recommended"], "servers": args.servers,
-            "utilization": args.utilization, "epsilon": args.epsilon, "barriers": args.barriers,
+    if args.replications is not None and not args.simulate_jobs:
+        raise ParameterError("--replications must come with --simulate-jobs N (got --replications alone)")
+    if args.seed is not None and not args.simulate_jobs:
+        raise ParameterError("--seed must come with --simulate-jobs N (got --seed alone): the bounds are exact")
+    if args.form is not None and args.barriers == 2:
+        raise ParameterError("--form must not be given with --barriers 2 (got it): 2-barrier plans use the M/G/c "
+                             "model, not the bounds")
+    if args.min_needed_fraction != 1.0 and args.barriers != 2:
+        raise ParameterError("--min-needed-fraction must come with --barriers 2 (got barriers = 1): 1-barrier "
+                             "plans use l = k")
+    result = plan(args.servers, args.utilization, args.epsilon, args.barriers, args.form or "gigi",
+                  simulate_jobs=args.simulate_jobs, replications=args.replications or 10, seed=args.seed,
+                  min_needed_fraction=args.min_needed_fraction, progress=False if args.json else None)
+    return {"recommended": result["recommended"], "servers": args.servers, "utilization": args.utilization,
+            "epsilon": args.epsilon, "barriers": args.barriers, "grid": result["grid"],
             "curve": result["curve"].to_dict(orient="records")}
 
 
@@ -161,22 +368,68 @@ def _print_plan(out: dict) -> None:
 
     rec = out["recommended"]
     print(f"servers {out['servers']}, utilization {out['utilization']}, {out['barriers']}-barrier, "
-          f"task mean s/k (constant work per job)")
+          f"task mean s/k (constant work per job); k evaluated: {out['grid']}")
     print(pd.DataFrame(out["curve"]).round(4).to_string(index=False))
     print(f"recommended: k = {rec['tasks']}, l = {rec['needed']} ({rec['criterion']} = {rec['value']:.4g})")
 
 
+def _plan_phases(args) -> dict:
+    from .phases import plan_phases
+
+    if args.task_dist is not None and args.task_rate is not None:
+        raise ParameterError("give at most one of --task-rate and --task-dist (got both)")
+    law = args.task_dist if args.task_dist is not None else (
+        None if args.task_rate is None else f"exponential:rate={args.task_rate!r}")
+    result = plan_phases(args.tasks, law, args.sync_poll, args.max_share, args.max_phases, args.samples)
+    return {"recommended": result["recommended"], "curve": result["curve"].to_dict(orient="records")}
+
+
+def _print_plan_phases(out: dict) -> None:
+    import pandas as pd
+
+    rec = out["recommended"]
+    print(f"k = {rec['tasks']} tasks, task law {rec['task_law']} split into m phases, Spark barrier() poll "
+          f"{rec['sync_poll']:g}")
+    print(pd.DataFrame(out["curve"]).round(4).to_string(index=False))
+    print(f"recommended: at most {rec['phases']} phases (sync share {rec['share_at_recommended']:.3f} <= "
+          f"{rec['max_share']:g})")
+
+
+def _sweep(args) -> dict:
+    from .sweep import grid_from_options, sweep
+
+    options = {dest: getattr(args, dest) for _, (dest, _, _) in SYSTEM_OPTIONS.items()
+               if getattr(args, dest) is not None}
+    grid = grid_from_options(options)
+    table = sweep(grid, args.out, jobs=args.jobs, replications=args.replications, seed=args.seed,
+                  warmup=args.warmup, backend=args.backend, master=args.master, workers=args.workers,
+                  fmt=args.format, allow_unstable=args.allow_unstable, progress=False if args.json else None)
+    return {"out": args.out, "points": int(len(table)), "backend": args.backend,
+            "rows": table.to_dict(orient="records") if args.json else None, "_table": table}
+
+
+def _print_sweep(out: dict) -> None:
+    table = out["_table"]
+    cols = [c for c in ("point", "servers", "tasks", "arrival_rate", "utilization", "mean_waiting", "mean_sojourn",
+                        "sojourn_q0.99", "stable") if c in table.columns]
+    print(table[cols].to_string(index=False))
+    print(f"{out['points']} points in {out['out']} ({out['backend']} backend)")
+
+
 def _spark_analyze(args) -> dict:
     from .eventlog import blocking_overhead, parse_event_log
+    from .outputs import check_new_file
     from .spark_analysis import overhead_tests
 
+    if args.force and not args.jobs_csv:
+        raise ParameterError("--force must come with --jobs-csv (got --force alone): nothing else is written")
+    if args.jobs_csv:
+        check_new_file("--jobs-csv", args.jobs_csv, force=args.force, inputs=[args.event_log])
     tables = parse_event_log(args.event_log, key_property=args.key_property)
     jobs = tables.jobs.sort_values("submission")
-    if args.skip_jobs:
-        jobs = jobs.iloc[args.skip_jobs:]
-    if len(jobs) == 0:
-        raise ParameterError(f"--skip-jobs must be below the number of jobs, {len(tables.jobs)} "
-                             f"(got {args.skip_jobs})")
+    if args.skip_jobs >= len(jobs):
+        raise ParameterError(f"--skip-jobs must be below the number of jobs, {len(jobs)} (got {args.skip_jobs})")
+    jobs = jobs.iloc[args.skip_jobs:]
     span = jobs.submission.iloc[-1] - jobs.submission.iloc[0]
     rate = args.arrival_rate or ((len(jobs) - 1) / span if span > 0 else None)
     samples = blocking_overhead(tables)
@@ -188,12 +441,12 @@ def _spark_analyze(args) -> dict:
            "quantiles": {m: {str(q): float(jobs[m].quantile(q)) for q in (0.5, 0.9, 0.99)}
                          for m in ("waiting", "sojourn")},
            "overhead_samples": [float(x) for x in samples.overhead], "revive": args.revive,
-           "ks_statistic": None, "ks_pvalue": None}
+           "ks_statistic": None, "ks_pvalue": None, "warnings": tables.warnings}
     if len(samples) >= 2 and rate:
-        tests = overhead_tests(samples.overhead, args.revive, rate)
+        tests = overhead_tests(samples.overhead, args.revive, rate, bootstrap=args.bootstrap)
         out.update(ks_statistic=tests["model"]["ks_statistic"], ks_pvalue=tests["model"]["ks_pvalue"],
-                   model_mean=tests["model_mean"], mle_revive=tests["mle"]["revive"],
-                   mle_rate=tests["mle"]["rate"], mle_ks_pvalue=tests["mle"]["ks_pvalue"],
+                   model_mean=tests["model_mean"], mle_revive=tests["mle"]["revive"], mle_rate=tests["mle"]["rate"],
+                   mle_ks_pvalue=tests["mle"]["ks_pvalue"], mle_ks_pvalue_method=tests["mle"]["pvalue_method"],
                    uniform_ks_pvalue=tests["uniform"]["ks_pvalue"])
     if args.jobs_csv:
         tables.jobs.to_csv(args.jobs_csv, index=False)
@@ -202,16 +455,25 @@ def _spark_analyze(args) -> dict:
 
 
 def _spark_bench(args) -> dict:
-    from .spark_bench import SparkBenchConfig, _check_new_folder, archive_run, run_spark_bench
+    import json
+    from pathlib import Path
 
-    _check_new_folder("--out", Path(args.out))          # before a run of many minutes, not after it
-    if args.archive:
-        _check_new_folder("--archive", Path(args.archive))
+    from .outputs import check_new_folder
+    from .spark_bench import SparkBenchConfig, archive_run, run_spark_bench
+
+    if args.arrival_rate is None and not args.saturated:
+        raise ParameterError("--arrival-rate must be given (jobs per second > 0), or --saturated")
     config = SparkBenchConfig(executors=args.executors, tasks=args.tasks, arrival_rate=args.arrival_rate,
                               jobs=args.jobs, warmup_jobs=args.warmup_jobs, task_mean=args.task_mean,
-                              sync_points=args.sync_points, revive_interval=args.revive, seed=args.seed,
-                              master=args.master, time_limit=args.time_limit)
-    run_dir = run_spark_bench(config, args.out, progress=not args.json)
+                              sync_points=args.sync_points, phases=args.phases, saturated=args.saturated,
+                              revive_interval=args.revive, seed=args.seed, master=args.master,
+                              time_limit=args.time_limit)
+    out_dir = check_new_folder("--out", args.out, "measured data")      # before a run of many minutes
+    if args.archive:
+        if Path(args.archive).resolve() == out_dir.resolve():
+            raise ParameterError("--archive must differ from --out (got the same folder)")
+        check_new_folder("--archive", args.archive, "measured data")
+    run_dir = run_spark_bench(config, out_dir, progress=not args.json)
     meta = json.loads((run_dir / "metadata.json").read_text())
     meta["run_dir"] = str(run_dir)
     if args.archive:
@@ -239,117 +501,137 @@ def _print_bench(out: dict) -> None:
 
 def _print_spark(out: dict) -> None:
     print(f"event log         {out['event_log']} (Spark {out['spark_version']})")
+    for w in out.get("warnings") or []:
+        print(f"warning           {w}")
     rate = f"{out['arrival_rate']:.4g}/s" if out["arrival_rate"] else "unknown"
     print(f"jobs              {out['jobs']} ({out['tasks']} tasks), arrival rate {rate}")
     print(f"mean waiting      {out['mean_waiting']:.4f} s;  mean sojourn {out['mean_sojourn']:.4f} s")
     n = len(out["overhead_samples"])
     if n:
-        print(f"blocking overhead {n} samples, mean {np.mean(out['overhead_samples']):.4f} s")
+        print(f"blocking overhead {n} samples, mean {sum(out['overhead_samples']) / n:.4f} s")
     if out["ks_statistic"] is not None:
         print(f"KS vs min(U(0,{out['revive']}), Exp({out['arrival_rate']:.4g})): "
               f"D = {out['ks_statistic']:.4f}, p = {out['ks_pvalue']:.4f} (model mean {out['model_mean']:.4f} s)")
         print(f"maximum likelihood R = {out['mle_revive']:.4f} s, lambda = {out['mle_rate']:.4g}/s "
-              f"(KS p = {out['mle_ks_pvalue']:.4f})")
+              f"(KS p = {out['mle_ks_pvalue']:.4f}, {out['mle_ks_pvalue_method']})")
     else:
         print("KS test           not run (fewer than 2 blocked jobs or unknown arrival rate)")
 
 
+# --------------------------------------------------------------------------------------------------
+
+def _run_options(p, saturated: bool = True):
+    p.add_argument("--jobs", type=_int("jobs", 2, 10**11), default=100_000,
+                   help="jobs per replication (default 100,000)")
+    p.add_argument("--replications", type=_int("replications", 1, 100_000), default=1)
+    p.add_argument("--warmup", type=_int("warmup", 0), default=None,
+                   help="jobs dropped per replication (default: MSER-5 per replication)")
+    p.add_argument("--workers", type=_int("workers", 1, 4096), default=None, help="processes (default: all cores)")
+    p.add_argument("--seed", type=SEED, default=None, help="seed, an integer >= 0")
+    p.add_argument("--allow-unstable", action="store_true", help="simulate even at or above the known stability limit")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="barrier-queues",
-        description="Stability, CTMC, simulation and bounds for barrier-mode parallel systems "
-                    "(Walker & Fidler 2025).")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser = _Parser(prog=PROG, description="Stability, CTMC, simulation and bounds for barrier-mode parallel "
+                                            "systems (Walker & Fidler 2025).")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     st = sub.add_parser("stability", help="maximum stable load (Table I, CTMC, order statistics)",
                         description="Maximum stable job rate and utilization of a barrier system.")
-    st.add_argument("--servers", "-s", type=int, required=True, help="workers s >= 1")
-    st.add_argument("--tasks", "-k", type=int, required=True, help="tasks per job, 1 <= k <= s")
-    st.add_argument("--needed", "-l", type=int, default=None,
-                    help="tasks that must finish, 1 <= l <= k (default k)")
-    st.add_argument("--barriers", "-b", type=int, choices=(1, 2), default=1,
-                    help="1: start barrier; 2: start and departure barrier (default 1)")
-    st.add_argument("--task-rate", type=float, default=1.0,
-                    help="rate mu of exponential tasks (default 1)")
-    st.add_argument("--task-dist", default=None,
-                    help="task law, e.g. 'bimodal:p=0.9,rate1=10,rate2=0.1', 'erlang:shape=4,rate=4',"
-                         " 'deterministic:value=1', 'empirical:file=PATH' (2-barrier only)")
-    st.add_argument("--method", default="auto",
-                    choices=("auto", "closed-form", "ctmc", "order-statistics"))
-    st.add_argument("--max-states", type=int, default=12_000_000,
+    _add_system_options(st, ("--servers", "--tasks", "--needed", "--barriers", "--task-rate", "--task-dist",
+                             "--release", "--min-fraction", "--min-wait", "--knee-gain", "--timeout", "--phases",
+                             "--sync", "--sync-poll"))
+    st.add_argument("--method", default="auto", type=_choice("method", ("auto", "closed-form", "ctmc",
+                                                                        "order-statistics", "quadrature",
+                                                                        "monte-carlo")))
+    st.add_argument("--max-states", type=_int("max-states", 1, 10**9), default=12_000_000,
                     help="refuse CTMCs with more feasible states (default 12,000,000)")
     st.add_argument("--json", action="store_true", help="print one JSON object")
     st.set_defaults(run=_stability, show=_print_stability)
 
     sim = sub.add_parser("simulate", help="simulate a barrier system (queue or saturated)",
-                         description="Simulate a barrier system with the compiled kernel.")
-    sim.add_argument("--servers", "-s", type=int, required=True, help="workers s >= 1")
-    sim.add_argument("--tasks", "-k", type=int, default=None, help="tasks per job, 1 <= k <= s")
-    sim.add_argument("--needed", "-l", type=int, default=None, help="tasks that must finish (default k)")
-    sim.add_argument("--barriers", "-b", type=int, choices=(1, 2), default=1)
-    sim.add_argument("--arrival-rate", type=float, default=None, help="job arrival rate lambda > 0")
-    sim.add_argument("--arrival", choices=("poisson", "deterministic"), default="poisson")
-    sim.add_argument("--task-rate", type=float, default=1.0, help="rate mu of exponential tasks")
-    sim.add_argument("--task-dist", default=None, help="task law spec, e.g. 'erlang:shape=4,rate=4'")
-    sim.add_argument("--barrier-fraction", type=float, default=1.0,
-                     help="probability p that a job is a barrier job (hybrid systems)")
-    sim.add_argument("--tasks-pmf", default=None, help="pmf of k, e.g. '4:0.5,12:0.5'")
-    sim.add_argument("--overhead", choices=("paper", "event"), default=None,
-                     help="Spark blocking overhead model")
-    sim.add_argument("--revive", type=float, default=1.0, help="revive interval R (default 1)")
-    sim.add_argument("--jobs", type=int, default=100_000, help="jobs per replication")
-    sim.add_argument("--replications", type=int, default=1)
-    sim.add_argument("--warmup", type=int, default=None, help="jobs dropped per replication (default 10%%)")
-    sim.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
-    sim.add_argument("--seed", type=int, default=None)
+                         description="Simulate a barrier system with the compiled kernels.")
+    _add_system_options(sim)
+    _run_options(sim)
     sim.add_argument("--saturated", action="store_true",
                      help="all jobs at time 0: estimate the stability limit lambda_max")
-    sim.add_argument("--allow-unstable", action="store_true",
-                     help="simulate even at or above the known stability limit")
-    sim.add_argument("--jobs-csv", default=None, help="write the per-job table to this CSV file")
+    sim.add_argument("--jobs-csv", default=None, help="write the per-job table to this new CSV file")
+    sim.add_argument("--force", action="store_true", help="overwrite --jobs-csv if it exists")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.set_defaults(run=_simulate, show=_print_simulation)
 
+    sw = sub.add_parser("sweep", help="simulate a grid of systems (comma-separated values), locally or on Spark",
+                        description="One row per grid point: the options of simulate, numeric ones may be lists.")
+    _add_system_options(sw, lists=True)
+    _run_options(sw)
+    sw.add_argument("--out", required=True, help="folder for the results (resumable: rerun to complete it)")
+    sw.add_argument("--format", default="csv", type=_choice("format", ("csv", "parquet")))
+    sw.add_argument("--backend", default="local", type=_choice("backend", ("local", "spark")))
+    sw.add_argument("--master", default=None, help="Spark master with --backend spark: local[N], "
+                                                   "local-cluster[N,1,MB] or spark://host:port")
+    sw.add_argument("--json", action="store_true")
+    sw.set_defaults(run=_sweep, show=_print_sweep)
+
     bd = sub.add_parser("bound", help="quantile bounds of a 1-barrier system (section III)",
                         description="Waiting, sojourn and service quantile bounds (network calculus).")
-    bd.add_argument("--servers", "-s", type=int, required=True)
-    bd.add_argument("--tasks", "-k", type=int, default=None)
-    bd.add_argument("--tasks-pmf", default=None, help="pmf of k, e.g. '4:0.5,12:0.5'")
-    bd.add_argument("--arrival-rate", type=float, required=True)
-    bd.add_argument("--task-rate", type=float, default=1.0)
-    bd.add_argument("--barrier-fraction", type=float, default=1.0)
-    bd.add_argument("--epsilon", type=float, required=True, help="violation probability, 0 < eps < 1")
+    _add_system_options(bd, BOUND_OPTIONS)
+    bd.add_argument("--epsilon", type=_float("epsilon", 0, 1, True, True), required=True,
+                    help="violation probability, 0 < eps < 1")
     bd.add_argument("--form", choices=("gigi", "gg"), default="gigi")
     bd.add_argument("--json", action="store_true")
     bd.set_defaults(run=_bound, show=_print_bound)
 
     pl = sub.add_parser("plan", help="the k (and l) that minimises delay",
                         description="Choose tasks per job for a cluster (task mean s/k, rho = lambda).")
-    pl.add_argument("--servers", "-s", type=int, required=True)
-    pl.add_argument("--utilization", type=float, required=True, help="0 < rho < 1")
-    pl.add_argument("--epsilon", type=float, default=0.01, help="quantile 1 - eps (default 0.01)")
-    pl.add_argument("--barriers", "-b", type=int, choices=(1, 2), default=1)
-    pl.add_argument("--form", choices=("gigi", "gg"), default="gigi")
-    pl.add_argument("--simulate-jobs", type=int, default=0, help="also simulate each k (jobs per run)")
-    pl.add_argument("--min-needed-fraction", type=float, default=1.0,
+    pl.add_argument("--servers", "-s", type=_int("servers", 1, 1_000_000), required=True)
+    pl.add_argument("--utilization", type=_float("utilization", 0, 1, True, True), required=True, help="0 < rho < 1")
+    pl.add_argument("--epsilon", type=_float("epsilon", 0, 1, True, True), default=0.01,
+                    help="quantile 1 - eps (default 0.01)")
+    pl.add_argument("--barriers", "-b", type=_int("barriers", 1, 2), default=1)
+    pl.add_argument("--form", choices=("gigi", "gg"), default=None, help="bound form, 1 barrier (default gigi)")
+    pl.add_argument("--simulate-jobs", type=_int("simulate-jobs", 0, 10**9), default=0,
+                    help="also simulate each k (jobs per run)")
+    pl.add_argument("--replications", type=_int("replications", 1, 1000), default=None)
+    pl.add_argument("--min-needed-fraction", type=_float("min-needed-fraction", 0, 1, open_low=True), default=1.0,
                     help="2-barrier: consider l >= this fraction of k (default 1: l = k)")
-    pl.add_argument("--seed", type=int, default=None)
+    pl.add_argument("--seed", type=SEED, default=None)
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(run=_plan, show=_print_plan)
 
+    pp = sub.add_parser("plan-phases", help="how many barrier() phases before the sync cost dominates",
+                        description="A task's work split into m phases with Spark's polling barrier() between.")
+    pp.add_argument("--tasks", "-k", type=_int("tasks", 1, 10_000), required=True)
+    pp.add_argument("--task-rate", type=_scale("task-rate"), default=None,
+                    help="rate of an exponential task's whole work (default 1)")
+    pp.add_argument("--task-dist", default=None, help="law of a task's whole work (instead of --task-rate)")
+    pp.add_argument("--sync-poll", type=_scale("sync-poll"), default=1.0)
+    pp.add_argument("--max-share", type=_float("max-share", 0, 1, True, True), default=0.5,
+                    help="largest acceptable share of job time spent on sync (default 0.5)")
+    pp.add_argument("--max-phases", type=_int("max-phases", 1, 1000), default=32)
+    pp.add_argument("--samples", type=_int("samples", 100, 10**7), default=50_000, help="Monte Carlo jobs per m")
+    pp.add_argument("--json", action="store_true")
+    pp.set_defaults(run=_plan_phases, show=_print_plan_phases)
+
     sb = sub.add_parser("spark-bench", help="run barrier jobs on a real Spark",
                         description="Poisson arrivals of k-task barrier jobs on Spark; writes a run folder.")
-    sb.add_argument("--executors", "-s", type=int, default=4, help="single-core executors s")
-    sb.add_argument("--tasks", "-k", type=int, default=2, help="barrier tasks per job k <= s")
-    sb.add_argument("--arrival-rate", type=float, required=True, help="jobs per second")
-    sb.add_argument("--jobs", type=int, default=100, help="measured jobs")
-    sb.add_argument("--warmup-jobs", type=int, default=3)
-    sb.add_argument("--task-mean", type=float, default=None, help="mean task sleep, s (default s/k)")
-    sb.add_argument("--sync-points", type=int, default=0, help="barrier() calls inside each task")
-    sb.add_argument("--revive", type=float, default=1.0, help="spark.scheduler.revive.interval, s")
-    sb.add_argument("--seed", type=int, default=1)
+    sb.add_argument("--executors", "-s", type=_int("executors", 1, 4096), default=4, help="single-core executors s")
+    sb.add_argument("--tasks", "-k", type=_int("tasks", 1, 4096), default=2, help="barrier tasks per job k <= s")
+    sb.add_argument("--arrival-rate", type=_scale("arrival-rate"), default=None,
+                    help="jobs per second (required unless --saturated)")
+    sb.add_argument("--jobs", type=_int("jobs", 1, 1_000_000), default=100, help="measured jobs")
+    sb.add_argument("--warmup-jobs", type=_int("warmup-jobs", 0, 1000), default=3)
+    sb.add_argument("--task-mean", type=_scale("task-mean"), default=None,
+                    help="mean sleep of one phase, s (default s/(k m))")
+    sb.add_argument("--phases", type=_int("phases", 1, 1000), default=1, help="iid sleeps per task, barrier() between")
+    sb.add_argument("--sync-points", type=_int("sync-points", 0, 1000), default=0,
+                    help="barrier() calls splitting one sleep (older runs)")
+    sb.add_argument("--saturated", action="store_true", help="submit every job at once (the start rate is the limit)")
+    sb.add_argument("--revive", type=_scale("revive"), default=1.0,
+                    help="spark.scheduler.revive.interval, s")
+    sb.add_argument("--seed", type=SEED, default=1)
     sb.add_argument("--master", default=None, help="spark://host:port (default local-cluster[s,1,MB])")
-    sb.add_argument("--time-limit", type=float, default=3600.0, help="seconds for the whole run")
+    sb.add_argument("--time-limit", type=_scale("time-limit"), default=3600.0,
+                    help="seconds for the whole run")
     sb.add_argument("--out", required=True, help="run folder to create")
     sb.add_argument("--archive", default=None,
                     help="also write a compact copy (gzip tables, zstd event log) to this folder, e.g. data/spark/RUN")
@@ -358,15 +640,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     sa = sub.add_parser("spark-analyze", help="summarise a Spark event log",
                         description="Waiting/sojourn times and blocking overhead from a Spark event log "
-                                    "(plain, zstd or rolled).")
+                                    "(plain, gzip, zstd or rolled).")
     sa.add_argument("event_log", help="event-log file or rolled event-log directory")
-    sa.add_argument("--revive", type=float, default=1.0,
+    sa.add_argument("--revive", type=_scale("revive"), default=1.0,
                     help="spark.scheduler.revive.interval in seconds (default 1)")
-    sa.add_argument("--arrival-rate", type=float, default=None,
+    sa.add_argument("--arrival-rate", type=_scale("arrival-rate"), default=None,
                     help="job arrival rate (default: measured from submission times)")
-    sa.add_argument("--skip-jobs", type=int, default=0, help="drop the first N jobs (warm-up)")
+    sa.add_argument("--skip-jobs", type=_int("skip-jobs", 0), default=0, help="drop the first N jobs (warm-up)")
     sa.add_argument("--key-property", default="bq.job", help="thread-local property with the job tag")
-    sa.add_argument("--jobs-csv", default=None, help="write the per-job table to this CSV file")
+    sa.add_argument("--bootstrap", type=_int("bootstrap", 0, 100_000), default=0,
+                    help="parametric-bootstrap replicates for the KS p-value at fitted parameters (default 0: "
+                         "report the plain p-value, which is too large at fitted parameters)")
+    sa.add_argument("--jobs-csv", default=None, help="write the per-job table to this new CSV file")
+    sa.add_argument("--force", action="store_true", help="overwrite --jobs-csv if it exists")
     sa.add_argument("--json", action="store_true")
     sa.set_defaults(run=_spark_analyze, show=_print_spark)
     return parser
@@ -378,9 +664,19 @@ def main(argv=None) -> int:
     try:
         out = args.run(args)
     except ParameterError as exc:
-        parser.exit(2, f"barrier-queues: error: {exc}\n")
+        parser.exit(2, f"{PROG}: error: {exc}\n")
+    except KeyboardInterrupt:
+        parser.exit(130, f"{PROG}: interrupted\n")
+    except MemoryError:
+        parser.exit(2, f"{PROG}: error: the computation needs more memory than this machine has; "
+                       "use fewer jobs, replications or states\n")
+    except OSError as exc:
+        parser.exit(2, f"{PROG}: error: {exc.strerror or exc} ({exc.filename or 'output'})\n")
     if args.json:
-        print(json.dumps(out, sort_keys=True, default=str))
+        from .outputs import strict_json
+
+        out.pop("_table", None)
+        print(strict_json(out, sort_keys=True))
     else:
         args.show(out)
     return 0

@@ -1,0 +1,423 @@
+"""Sweeps over grids of systems, on this machine or on an existing Spark cluster.
+
+:func:`sweep` simulates every point of a grid (the product of lists of
+:class:`~barrier_queues.BarrierSystem` options, plus ``utilization`` as an
+alternative to ``arrival_rate``) and returns one table row per point with its
+parameters and the keys of ``simulate --json`` (means, interval ends,
+quantiles, ``stable``).
+
+* **Same numbers everywhere.** Point ``i`` draws its random streams from
+  ``SeedSequence(seed).spawn(points)[i]`` (the sweep seed and the point's
+  index only), so the local process pool and Spark give bit-identical
+  tables, whatever the partitioning and the order points finish in; the
+  table holds no timings.
+* **Resumable.** With an output folder, each finished point is written at
+  once to ``points/<index>.json`` (atomically) and the folder's
+  ``manifest.json`` fixes the grid, run sizes and seed; rerunning into the
+  same folder computes only the missing points, so an interrupted sweep
+  loses at most the points in flight. ``results.csv`` (or ``.parquet``) is
+  refreshed as points finish and written in full at the end.
+* **Backends.** ``"local"``: a fork-based process pool (progress bar on a
+  terminal). ``"spark"``: the points become Spark tasks (``local[N]``,
+  ``local-cluster[...]`` or ``spark://``); numba compiles (or loads its
+  cache) once per Python worker, which Spark reuses; Spark shows its own
+  progress. On a real cluster every executor needs this package installed,
+  and the output folder should be on a shared file system so that tasks can
+  write their points (otherwise the driver writes them when the job ends).
+
+The same backend choice serves the library's own sweeps
+(:func:`~barrier_queues.simulate_many` and everything built on it): set
+``SWEEP_BACKEND=spark`` and ``SPARK_MASTER=...`` in the environment (as
+``make book-full`` documents).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ._validation import ParameterError, check_choice, check_int
+from .system import BarrierSystem
+
+#: the most points one sweep may have
+MAX_POINTS = 1_000_000
+#: options a grid may vary (BarrierSystem fields, plus utilization)
+FIELDS = ("servers", "tasks", "tasks_pmf", "needed", "barriers", "task_rate", "arrival_rate", "utilization",
+          "task_dist", "arrival", "barrier_fraction", "overhead", "revive_interval", "release", "min_fraction",
+          "min_wait", "knee_gain", "timeout", "placement", "probe_ratio", "phases", "sync", "sync_poll")
+BACKENDS = ("local", "spark")
+
+
+# --------------------------------------------------------------------------------------------------
+# grids
+
+def grid_from_options(options: dict) -> list[dict]:
+    """The product of option lists (scalars count as one value), in a fixed order: one dict per point.
+
+    Options vary fastest from the last named in :data:`FIELDS`.
+    """
+    unknown = sorted(set(options) - set(FIELDS))
+    if unknown:
+        raise ParameterError(f"grid options must be among {', '.join(FIELDS)} (got unknown {', '.join(unknown)})")
+    names = [f for f in FIELDS if f in options and options[f] is not None]
+    values = []
+    for name in names:
+        v = options[name]
+        v = list(v) if isinstance(v, list | tuple) and name != "tasks_pmf" else [v]
+        if not v:
+            raise ParameterError(f"grid option {name} must have at least one value (got an empty list)")
+        values.append(v)
+    size = math.prod(len(v) for v in values)
+    if size > MAX_POINTS:
+        raise ParameterError(f"a grid must have at most {MAX_POINTS:,} points (got {size:,})")
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
+
+
+def point_system(point: dict) -> BarrierSystem:
+    """The validated system of one grid point (``utilization`` sets the arrival rate)."""
+    kw = {k: v for k, v in point.items() if k != "utilization"}
+    if "utilization" in point:
+        if "arrival_rate" in point:
+            raise ParameterError("give at most one of arrival_rate and utilization (got both)")
+        from .load import at_utilization
+
+        return at_utilization(BarrierSystem(**kw), point["utilization"])
+    return BarrierSystem(**kw)
+
+
+def _describe(point: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in point.items())
+
+
+def check_grid(grid: list[dict], allow_unstable: bool = False) -> list[BarrierSystem]:
+    """Validate every point before anything runs; the error names the first bad point."""
+    from .simulate import stability_error
+
+    if not isinstance(grid, list) or not grid:
+        raise ParameterError("grid must be a non-empty list of points (got an empty grid)")
+    systems = []
+    for i, point in enumerate(grid):
+        if not isinstance(point, dict):
+            raise ParameterError(f"grid point {i} must be a dict of options (got {type(point).__name__})")
+        unknown = sorted(set(point) - set(FIELDS))
+        try:
+            if unknown:
+                raise ParameterError(f"options must be among {', '.join(FIELDS)} (got unknown {', '.join(unknown)})")
+            system = point_system(point)
+            if system.arrival_rate is None:
+                raise ParameterError("arrival_rate or utilization must be given")
+            if not allow_unstable and (message := stability_error(system)):
+                raise ParameterError(message)
+        except ParameterError as exc:
+            raise ParameterError(f"grid point {i} ({_describe(point)}): {exc}") from None
+        systems.append(system)
+    return systems
+
+
+# --------------------------------------------------------------------------------------------------
+# one point
+
+def _plain(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, np.generic):
+        return _plain(value.item())
+    return value
+
+
+def point_row(index: int, point: dict, system: BarrierSystem, summary: dict) -> dict:
+    """One table row: the point's parameters and the summary's numbers (no timings)."""
+    row = {"point": index}
+    for k, v in point.items():
+        row[k] = v if isinstance(v, int | float | str | bool) or v is None else json.dumps(v)
+    row["arrival_rate"] = system.arrival_rate
+    for key in ("jobs", "replications", "utilization", "offered_utilization", "useful_utilization",
+                "mean_completed_tasks", "held_share", "mean_waiting", "mean_sojourn", "mean_execution", "stable"):
+        if key in summary:
+            row["measured_utilization" if key == "utilization" else key] = _plain(summary[key])
+    for m in ("waiting", "sojourn", "execution"):
+        lo, hi = summary["ci"][m]
+        row[f"mean_{m}_ci_low"], row[f"mean_{m}_ci_high"] = _plain(lo), _plain(hi)
+        for q, v in summary["quantiles"][m].items():
+            row[f"{m}_q{q}"] = _plain(v)
+            qlo, qhi = summary["quantile_ci"][m][q]
+            row[f"{m}_q{q}_ci_low"], row[f"{m}_q{q}_ci_high"] = _plain(qlo), _plain(qhi)
+    row["lambda_max"] = _plain(summary["stability"]["lambda_max"])
+    row["warmup_rule"] = summary["warmup"]["rule"]
+    return row
+
+
+def run_point(args) -> dict:
+    """Simulate one point (in whichever process runs it); returns its row, and writes its file if asked."""
+    from .simulate import simulate
+
+    index, point, jobs, replications, seed, warmup, allow_unstable, folder = args
+    system = point_system(point)
+    result = simulate(system, jobs=jobs, replications=replications, seed=seed, warmup=warmup, workers=1,
+                      progress=False, allow_unstable=allow_unstable)
+    row = point_row(index, point, system, result.summary())
+    if folder is not None:
+        try:
+            _write_point(Path(folder), index, point, row)
+        except OSError:
+            pass                             # an executor without the driver's file system: the driver writes it
+    return row
+
+
+def _point_path(folder: Path, index: int) -> Path:
+    return folder / "points" / f"{index:07d}.json"
+
+
+def _write_point(folder: Path, index: int, point: dict, row: dict) -> None:
+    path = _point_path(folder, index)
+    if path.exists():
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"point": index, "params": point, "row": row}, allow_nan=False) + "\n")
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------------------------------
+# backends
+
+def _spark_session(master: str):
+    import re
+
+    if not re.match(r"^(local(\[(\d+|\*)\])?|local-cluster\[\d+,\d+,\d+\]|spark://.+)$", master or ""):
+        raise ParameterError(f"master must be local[N], local-cluster[N,1,MB] or spark://host:port (got {master!r})")
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise ParameterError("pyspark must be installed for backend 'spark' (pip install pyspark)") from None
+    from .spark_bench import check_master_reachable, java_version
+
+    java_version()
+    check_master_reachable(master)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        from pyspark.sql import SparkSession
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (SparkSession.builder.master(master).appName("barrier-queues-sweep")
+               .config("spark.ui.enabled", "false").config("spark.python.worker.reuse", "true")
+               .config("spark.task.maxFailures", "1"))
+    if master.startswith("local"):
+        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    return builder.getOrCreate()
+
+
+def spark_map(function, items: list, master: str) -> list:
+    """``[function(x) for x in items]`` as Spark tasks (one per item), results in item order."""
+    spark = _spark_session(master)
+    try:
+        sc = spark.sparkContext
+        rdd = sc.parallelize(list(enumerate(items)), numSlices=max(1, len(items)))
+        pairs = rdd.map(lambda pair: (pair[0], function(pair[1]))).collect()
+    finally:
+        spark.stop()
+    out = [None] * len(items)
+    for i, value in pairs:
+        out[i] = value
+    return out
+
+
+def backend_from_environment() -> tuple[str, str | None]:
+    """``(backend, master)`` from ``SWEEP_BACKEND`` and ``SPARK_MASTER`` (default: local)."""
+    backend = os.environ.get("SWEEP_BACKEND", "local") or "local"
+    check_choice("SWEEP_BACKEND", backend, BACKENDS)
+    master = os.environ.get("SPARK_MASTER") or ("local[*]" if backend == "spark" else None)
+    return backend, master
+
+
+# --------------------------------------------------------------------------------------------------
+# the sweep
+
+def _manifest(grid, jobs, replications, entropy, warmup, allow_unstable, fmt) -> dict:
+    from . import __version__
+
+    manifest = {"grid": grid, "jobs": jobs, "replications": replications, "seed": entropy, "warmup": warmup,
+                "allow_unstable": allow_unstable, "format": fmt, "library": __version__}
+    return json.loads(json.dumps(manifest, default=str, sort_keys=True))   # as it reads back from the file
+
+
+def _open_folder(out, manifest: dict) -> tuple[Path, int]:
+    """Create the sweep's folder, or reopen one of its earlier runs; returns (folder, seed entropy).
+
+    ``manifest["seed"]`` None means "the folder's seed, or fresh entropy".
+    """
+    folder = Path(out)
+    path = folder / "manifest.json"
+    if path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except (OSError, ValueError):
+            raise ParameterError(f"out folder {str(folder)!r} has an unreadable manifest.json; choose another "
+                                 "folder") from None
+        mine = {**manifest, "seed": old.get("seed") if manifest["seed"] is None else manifest["seed"]}
+        diff = sorted(k for k in set(mine) | set(old) if k != "format" and old.get(k) != mine.get(k))
+        if diff:
+            raise ParameterError(f"out folder {str(folder)!r} holds a different sweep (its {', '.join(diff)} "
+                                 "differ); rerun it with the same options to resume it, or choose another folder")
+        return folder, int(old["seed"])
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise ParameterError(f"out must be a new or empty folder, or one of this sweep's earlier runs "
+                             f"({str(folder)!r} holds other files); choose another folder")
+    entropy = int(manifest["seed"]) if manifest["seed"] is not None else np.random.SeedSequence().entropy
+    (folder / "points").mkdir(parents=True, exist_ok=True)
+    tmp = folder / ".manifest.json.tmp"
+    tmp.write_text(json.dumps({**manifest, "seed": str(entropy)}, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+    return folder, entropy
+
+
+def _finished(folder: Path | None, n: int) -> dict[int, dict]:
+    if folder is None:
+        return {}
+    rows = {}
+    for path in (folder / "points").glob("*.json"):
+        try:
+            data = json.loads(path.read_text())
+            rows[int(data["point"])] = data["row"]
+        except (OSError, ValueError, KeyError):
+            path.unlink(missing_ok=True)           # a torn file: the point is computed again
+    return {i: r for i, r in rows.items() if i < n}
+
+
+def _write_table(table, folder: Path, fmt: str) -> None:
+    target = folder / f"results.{fmt}"
+    tmp = folder / f".results.{fmt}.tmp"
+    if fmt == "csv":
+        table.to_csv(tmp, index=False, float_format="%.17g", lineterminator="\n")
+    else:
+        table.to_parquet(tmp, index=False)
+    os.replace(tmp, target)
+
+
+def sweep(grid, out=None, jobs: int = 100_000, replications: int = 1, seed=None, warmup: int | None = None,
+          backend: str | None = None, master: str | None = None, workers: int | None = None, fmt: str = "csv",
+          allow_unstable: bool = False, progress: bool | None = None):
+    """Simulate every point of ``grid`` and return the table (see the module docstring).
+
+    Parameters
+    ----------
+    grid : list of dict, or dict of option lists
+        Points (dicts of :class:`BarrierSystem` options plus ``utilization``),
+        or options whose list values are multiplied out (:func:`grid_from_options`).
+    out : path, optional
+        Folder for the manifest, per-point files and the table (resumable).
+    jobs, replications, warmup : as for :func:`~barrier_queues.simulate`.
+    seed : int >= 0, optional
+        The sweep seed (default: fresh entropy, recorded in the manifest).
+    backend : {"local", "spark"}, optional
+        Default from ``SWEEP_BACKEND`` (else local); ``master`` from
+        ``SPARK_MASTER`` (else ``local[*]``).
+    """
+
+    from .simulate import check_run
+
+    if isinstance(grid, dict):
+        grid = grid_from_options(grid)
+    jobs, replications, warmup = check_run(jobs, replications, warmup)
+    env_backend, env_master = backend_from_environment()
+    backend = check_choice("backend", backend or env_backend, BACKENDS)
+    master = master or (env_master if backend == "spark" else None)
+    if master is not None and backend != "spark":
+        raise ParameterError(f"master must be given only with backend 'spark' (got {master!r} with backend "
+                             f"{backend!r})")
+    fmt = check_choice("format", fmt, ("csv", "parquet"))
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ParameterError("format 'parquet' needs pyarrow (pip install pyarrow); or use csv") from None
+    check_grid(grid, allow_unstable)
+    if seed is not None:
+        seed = check_int("seed", seed, low=0, high=2**128 - 1, high_name="2**128 - 1")
+    folder = None
+    if out is not None:
+        manifest = _manifest(grid, jobs, replications, None if seed is None else str(seed), warmup, allow_unstable,
+                             fmt)
+        folder, entropy = _open_folder(out, manifest)
+    else:
+        entropy = seed if seed is not None else np.random.SeedSequence().entropy
+    seeds = np.random.SeedSequence(entropy).spawn(len(grid))
+    done = _finished(folder, len(grid))
+    todo = [(i, grid[i], jobs, replications, seeds[i], warmup, allow_unstable, str(folder) if folder else None)
+            for i in range(len(grid)) if i not in done]
+    rows = dict(done)
+    show = sys.stderr.isatty() if progress is None else progress
+    last_write = time.monotonic()
+    if todo and backend == "local":
+        rows.update(_run_local(todo, workers, show, folder, fmt, rows, last_write))
+    elif todo:
+        if workers is not None:
+            raise ParameterError("workers must not be given with backend 'spark' (got it): Spark's executors run "
+                                 "the points")
+        for row in spark_map(run_point, todo, master):
+            rows[row["point"]] = row
+            if folder is not None:
+                _write_point(folder, row["point"], grid[row["point"]], row)
+    table = _table(rows)
+    if folder is not None:
+        _write_table(table, folder, fmt)
+    return table
+
+
+def _table(rows: dict):
+    """Rows by point index, columns in one order (point, grid fields as in FIELDS, results) whatever
+    order the rows arrived or were read back in."""
+    import pandas as pd
+
+    table = pd.DataFrame([rows[i] for i in sorted(rows)])
+    first = ["point"] + [f for f in FIELDS if f in table.columns]
+    return table[first + [c for c in table.columns if c not in first]]
+
+
+def _run_local(todo, workers, show, folder, fmt, rows, last_write) -> dict:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from .simulate import ensure_compiled
+
+    for placement in {point_system(t[1]).placement for t in todo}:
+        ensure_compiled(placement)          # compile once, before the fork
+    workers = check_int("workers", workers, low=1) if workers is not None else (os.cpu_count() or 1)
+    bar = None
+    if show:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(todo), desc="sweep points", leave=False)
+    new = {}
+    pool = None
+    try:
+        if workers == 1:
+            iterator = (run_point(t) for t in todo)
+        else:
+            pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)),
+                                       mp_context=multiprocessing.get_context("fork"))
+            iterator = (f.result() for f in as_completed([pool.submit(run_point, t) for t in todo]))
+        for row in iterator:
+            new[row["point"]] = row
+            if bar is not None:
+                bar.update()
+            if folder is not None and time.monotonic() - last_write > 5:
+                _write_table(_table({**rows, **new}), folder, fmt)
+                last_write = time.monotonic()
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if bar is not None:
+            bar.close()
+    return new
+
+
+__all__ = ["BACKENDS", "FIELDS", "backend_from_environment", "check_grid", "grid_from_options", "point_row",
+           "point_system", "run_point", "spark_map", "sweep"]

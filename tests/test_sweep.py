@@ -1,0 +1,89 @@
+"""Sweeps: one table per grid, the same on every backend, resumable, bad grids refused up front."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+import barrier_queues as bq
+from barrier_queues.sweep import grid_from_options, sweep
+
+GRID = {"servers": [8, 16], "tasks": [2, 4], "utilization": [0.3, 0.6]}
+
+
+def test_grid_is_the_product_in_a_fixed_order():
+    grid = grid_from_options(GRID)
+    assert len(grid) == 8 and grid[0] == {"servers": 8, "tasks": 2, "utilization": 0.3}
+    assert grid[1] == {"servers": 8, "tasks": 2, "utilization": 0.6}
+
+
+def test_sweep_rows_equal_simulate_many_with_the_same_seed(tmp_path):
+    table = sweep(GRID, tmp_path / "out", jobs=3000, replications=2, seed=5, workers=2)
+    assert list(table.point) == list(range(8))
+    systems = [bq.at_utilization(bq.BarrierSystem(servers=p["servers"], tasks=p["tasks"]), p["utilization"])
+               for p in grid_from_options(GRID)]
+    direct = bq.simulate_many(systems, jobs=3000, replications=2, seed=5)
+    assert list(table.mean_sojourn) == [r.summary()["mean_sojourn"] for r in direct]
+    on_disk = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert list(on_disk.mean_sojourn) == list(table.mean_sojourn)
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["seed"] == "5" and manifest["jobs"] == 3000 and len(manifest["grid"]) == 8
+
+
+def test_local_and_spark_backends_give_identical_tables(tmp_path):
+    pytest.importorskip("pyspark")
+    local = sweep(GRID, tmp_path / "local", jobs=2000, replications=2, seed=9, backend="local")
+    spark = sweep(GRID, tmp_path / "spark", jobs=2000, replications=2, seed=9, backend="spark", master="local[2]")
+    pd.testing.assert_frame_equal(local, spark)
+    assert (tmp_path / "spark" / "results.csv").read_bytes() == (tmp_path / "local" / "results.csv").read_bytes()
+
+
+def test_a_killed_sweep_resumes_and_loses_only_points_in_flight(tmp_path):
+    out = tmp_path / "killed"
+    args = [sys.executable, "-m", "barrier_queues.cli", "sweep", "-s", "16", "-k", "1,2,4,8", "--utilization",
+            "0.3,0.5,0.7", "--jobs", "400000", "--seed", "3", "--workers", "1", "--out", str(out)]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while len(list((out / "points").glob("*.json"))) < 3 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finished = {p.name: p.read_bytes() for p in (out / "points").glob("*.json")}
+    assert 3 <= len(finished) < 12
+    resumed = subprocess.run(args[:-2] + ["--out", str(out), "--json"], capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert {p.name: p.read_bytes() for p in (out / "points").glob("*.json") if p.name in finished} == finished
+    whole = sweep({"servers": 16, "tasks": [1, 2, 4, 8], "utilization": [0.3, 0.5, 0.7]}, tmp_path / "whole",
+                  jobs=400_000, seed=3, workers=2)
+    pd.testing.assert_frame_equal(pd.read_csv(out / "results.csv"), pd.read_csv(tmp_path / "whole" / "results.csv"))
+    assert len(whole) == 12
+
+
+def test_bad_grids_are_refused_before_anything_runs(tmp_path):
+    with pytest.raises(bq.ParameterError, match="grid option tasks must have at least one value"):
+        sweep({"servers": 8, "tasks": [], "arrival_rate": 1.0}, tmp_path / "a")
+    with pytest.raises(bq.ParameterError, match="grid options must be among .* unknown speed"):
+        sweep({"servers": 8, "tasks": 2, "speed": 1}, tmp_path / "b")
+    with pytest.raises(bq.ParameterError, match=r"grid point 2 \(servers=8, tasks=16, arrival_rate=1.0\): tasks must"):
+        sweep({"servers": 8, "tasks": [1, 2, 16], "arrival_rate": 1.0}, tmp_path / "c")
+    with pytest.raises(bq.ParameterError, match=r"grid point 1 .*: arrival_rate must be below the stability limit"):
+        sweep({"servers": 8, "tasks": 8, "arrival_rate": [0.1, 10.0]}, tmp_path / "d")
+    assert not any((tmp_path / name).exists() for name in "abcd")
+
+
+def test_a_folder_of_another_sweep_or_with_other_files_is_refused(tmp_path):
+    sweep({"servers": 8, "tasks": 2, "arrival_rate": 1.0}, tmp_path / "s", jobs=500, seed=1)
+    with pytest.raises(bq.ParameterError, match="holds a different sweep \\(its jobs differ\\)"):
+        sweep({"servers": 8, "tasks": 2, "arrival_rate": 1.0}, tmp_path / "s", jobs=600, seed=1)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(bq.ParameterError, match="out must be a new or empty folder"):
+        sweep({"servers": 8, "tasks": 2, "arrival_rate": 1.0}, tmp_path / "other", jobs=500, seed=1)
+    assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
