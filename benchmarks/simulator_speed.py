@@ -1,93 +1,210 @@
-"""Benchmark: simulator speed (jobs per second) against baselines.
+"""Benchmark: the simulator's speed as a user meets it, side by side with the paper authors' simulator.
 
-For each system of the simulator issue this prints the compiled kernel's
-speed on one core (compile excluded), the end-to-end speed (random draws
-included), and the plain-Python/heapq reference on the same model; for k = 1
-(an M/M/s queue) it also times Ciw. Then it times replications on 1 process
-versus all cores. Results are printed as markdown tables.
+Three tables, printed as markdown:
 
-Usage: python benchmarks/simulator_speed.py [--jobs N] [--reference-jobs N]
+1. **Whole process**, one command against one command on the same system
+   and number of jobs: ``barrier-queues simulate ... --json`` (Python start,
+   imports, kernel cache load, random draws, statistics) and, with
+   ``--forkulator DIR``, forkulator's ``FJSimulator`` (JVM start, simulation,
+   its output files), each timed from process start to exit, median of
+   ``--repeat`` runs, with the peak resident memory of the process
+   (``os.wait4``). Kernel-only speed (from the JSON) is shown beside it.
+2. **Memory against jobs**: peak memory of ``simulate`` at 10^5 .. 10^7 jobs
+   (statistics stream: it should not grow with the jobs).
+3. **Kernel work**: jobs/s per core against the work per job (random draws
+   and heap operations), and the plain-Python reference's speed on the same
+   model; replications on 1 and all processes.
+
+``--forkulator DIR`` expects a forkulator checkout that is already built
+(its classes in ``DIR/bin``, as its ``forkulator.sh`` expects; build it as its
+own README says); this script only runs it.
+
+Usage::
+
+    python benchmarks/simulator_speed.py [--jobs 2000000] [--repeat 3] [--forkulator DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
-import numpy as np
-
-from barrier_queues.reference import simulate_reference
-from barrier_queues.simulate import SimulationConfig, draw_jobs, run_replication, simulate
-
-SYSTEMS = [
-    ("1-barrier s=16 k=4 rho=0.7", SimulationConfig(servers=16, tasks=4, arrival_rate=2.8)),
-    ("1-barrier s=64 k=16 rho=0.7", SimulationConfig(servers=64, tasks=16, arrival_rate=2.8)),
-    ("hybrid p=0.5 s=16 k=8 rho=0.7", SimulationConfig(servers=16, tasks=8, barrier_fraction=0.5,
-                                                        arrival_rate=1.4)),
-    ("2-barrier (16,8,6) rho=0.5", SimulationConfig(servers=16, tasks=8, needed=6, barriers=2,
-                                                     arrival_rate=0.5 * 16 / 6)),
-    ("M/M/16 (k=1) rho=0.7", SimulationConfig(servers=16, tasks=1, arrival_rate=11.2)),
+#: (name, our CLI options, forkulator options or None): the paper's kinds of system, s from 12 to 32
+CONFIGS = [
+    ("1-barrier s=16 k=4 rho=0.7", "-s 16 -k 4 --arrival-rate 2.8", "-q b -w 16 -t 4 -A x 2.8 -S x 1.0"),
+    ("2-barrier s=16 k=4 rho=0.4", "-s 16 -k 4 -b 2 --arrival-rate 1.6", "-q bb -w 16 -t 4 -A x 1.6 -S x 1.0"),
+    ("1-barrier (s,k,l) = (12,6,4)", "-s 12 -k 6 -l 4 --arrival-rate 1.5", "-q bskl 4 -w 12 -t 6 -A x 1.5 -S x 1.0"),
+    ("2-barrier (s,k,l) = (12,12,9), bimodal tasks",
+     "-s 12 -k 12 -l 9 -b 2 --task-dist bimodal:p=0.9,rate1=2,rate2=0.2 --arrival-rate 0.2",
+     "-q bbskl 9 -w 12 -t 12 -A x 0.2 -S bmx 2 0.2 0.1"),
+    ("hybrid p=0.5 s=32 k=8 rho=0.6", "-s 32 -k 8 --barrier-fraction 0.5 --arrival-rate 2.4",
+     "-q bh 0.5 -w 32 -t 8 -A x 2.4 -S x 1.0"),
+    ("heterogeneous k in {4, 12} s=16 rho=0.5", "-s 16 --tasks-pmf 4:0.5,12:0.5 --arrival-rate 1.0", None),
+    ("Spark overhead (paper's iid) s=16 k=4", "-s 16 -k 4 --overhead paper --arrival-rate 2.0",
+     "-q b -w 16 -t 4 -A x 2.0 -S xmux 1.0 0 1 2.0"),
+    ("M/M/32 (k = 1) rho=0.7", "-s 32 -k 1 --arrival-rate 22.4", "-q b -w 32 -t 1 -A x 22.4 -S x 1.0"),
 ]
 
 
-def time_reference(cfg, jobs):
-    inputs = draw_jobs(cfg, jobs, np.random.default_rng(1))
+def run_process(cmd: list[str], cwd=None) -> tuple[float, float, str]:
+    """Wall seconds from start to exit, peak resident memory (MB) of the process, and its stdout."""
+    out = tempfile.TemporaryFile()
     t0 = time.perf_counter()
-    simulate_reference(inputs["arrival"], inputs["tasks"], inputs["barrier"], inputs["times"],
-                       cfg.servers, cfg.stragglers, cfg.barriers == 2)
-    return jobs / (time.perf_counter() - t0)
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, cwd=cwd)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    out.seek(0)
+    text = out.read().decode()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}")
+    return seconds, usage.ru_maxrss / 1024, text
 
 
-def time_ciw(servers, lam, jobs):
-    import ciw
-
-    network = ciw.create_network(arrival_distributions=[ciw.dists.Exponential(lam)],
-                                 service_distributions=[ciw.dists.Exponential(1.0)],
-                                 number_of_servers=[servers])
-    ciw.seed(1)
-    sim = ciw.Simulation(network)
-    t0 = time.perf_counter()
-    sim.simulate_until_max_customers(jobs, method="Finish")
-    return jobs / (time.perf_counter() - t0)
+def ours(options: str, jobs: int, extra: str = "") -> list[str]:
+    return [sys.executable, "-m", "barrier_queues.cli", "simulate", *options.split(), *extra.split(),
+            "--jobs", str(jobs), "--seed", "1", "--json"]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=2_000_000, help="jobs per kernel run")
-    parser.add_argument("--reference-jobs", type=int, default=20_000)
-    args = parser.parse_args()
-    print(f"# Simulator speed on {platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, numpy {np.__version__}")
-    run_replication(SYSTEMS[0][1], 1000, 0)  # compile outside the timings
-    print("| system | kernel jobs/s (1 core) | end-to-end jobs/s | plain Python jobs/s | Ciw jobs/s "
+def forkulator(directory: Path, options: str, jobs: int, outdir: str, interval: int = 1) -> list[str]:
+    """forkulator.sh's command: ``jobs`` jobs, statistics over every ``interval``-th job (``-n jobs/i -i i``)."""
+    jars = ":".join(str(directory / "lib" / j) for j in ("commons-math3-3.6.1.jar", "commons-cli-1.2.jar"))
+    return ["java", "-Xmx5g", "-cp", f"{directory / 'bin'}:{jars}", "forkulator.FJSimulator", *options.split(),
+            "-n", str(jobs // interval), "-i", str(interval), "-o", f"{outdir}/run"]
+
+
+def median_run(cmd, repeat, cwd=None):
+    runs = [run_process(cmd, cwd) for _ in range(repeat)]
+    seconds = statistics.median(r[0] for r in runs)
+    return seconds, max(r[1] for r in runs), runs[-1][2]
+
+
+def whole_process(jobs: int, repeat: int, fk: Path | None, intervals: list[int]) -> None:
+    print(f"\n## Whole process, {jobs:,} jobs, median of {repeat} runs (wall seconds from start to exit)\n")
+    head = "| system | barrier-queues (s) | peak MB | kernel jobs/s |"
+    for i in intervals if fk else []:
+        head += f" forkulator -i {i} (s) | peak MB | speed-up |"
+    print(head)
+    print("|---|---:|---:|---:|" + ("---:|---:|---:|" * len(intervals) if fk else ""))
+    for name, mine, theirs in CONFIGS:
+        seconds, mb, text = median_run(ours(mine, jobs), repeat)
+        kernel = json.loads(text)["kernel_jobs_per_second"]
+        row = f"| {name} | {seconds:.2f} | {mb:,.0f} | {kernel:,.0f} |"
+        for i in intervals if fk else []:
+            if theirs is None:
+                row += " n/a (no pmf of k) | | |"
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                fsec, fmb, _ = median_run(forkulator(fk, theirs, jobs, tmp, i), repeat, cwd=tmp)
+            row += f" {fsec:.2f} | {fmb:,.0f} | {fsec / seconds:.1f}x |"
+        print(row, flush=True)
+
+
+def memory_against_jobs() -> None:
+    print("\n## Peak memory against the number of jobs (statistics stream; per-job records are not kept)\n")
+    print("| jobs | seconds | peak MB |")
+    print("|---:|---:|---:|")
+    for jobs in (100_000, 1_000_000, 10_000_000):
+        seconds, mb, _ = run_process(ours(CONFIGS[0][1], jobs))
+        print(f"| {jobs:,} | {seconds:.2f} | {mb:,.0f} |", flush=True)
+
+
+def quick_answers(repeat: int) -> None:
+    print(f"\n## Quick answers, median of {repeat} runs (wall seconds)\n")
+    print("| command | seconds | x bare `import numpy` |")
+    print("|---|---:|---:|")
+    base, _, _ = median_run([sys.executable, "-c", "import numpy"], repeat)
+    for label, cmd in (("python -c 'import numpy'", [sys.executable, "-c", "import numpy"]),
+                       ("barrier-queues --help", [sys.executable, "-m", "barrier_queues.cli", "--help"]),
+                       ("barrier-queues stability -s 16 -k 4", [sys.executable, "-m", "barrier_queues.cli",
+                                                                 "stability", "-s", "16", "-k", "4"]),
+                       ("barrier-queues bound -s 16 -k 8 --arrival-rate 1 --epsilon 1e-3",
+                        [sys.executable, "-m", "barrier_queues.cli", "bound", "-s", "16", "-k", "8",
+                         "--arrival-rate", "1", "--epsilon", "1e-3"])):
+        seconds, _, _ = median_run(cmd, repeat)
+        print(f"| `{label}` | {seconds:.3f} | {seconds / base:.2f} |", flush=True)
+
+
+def kernel_work(jobs: int) -> None:
+    import numpy as np
+
+    from barrier_queues import BarrierSystem
+    from barrier_queues.reference import simulate_reference
+    from barrier_queues.simulate import draw_jobs, reference_rule, run_replication, simulate
+
+    print("\n## The kernel against its work (one core, random draws excluded)\n")
+    print("| system | kernel jobs/s | draws + heap operations per job | ns per operation | plain Python jobs/s "
           "| kernel / Python |")
     print("|---|---:|---:|---:|---:|---:|")
-    for name, cfg in SYSTEMS:
+    systems = [("1-barrier s=16 k=4", BarrierSystem(16, 4, arrival_rate=2.8)),
+               ("1-barrier s=64 k=16", BarrierSystem(64, 16, arrival_rate=2.8)),
+               ("2-barrier (16,8,6)", BarrierSystem(16, 8, 6, barriers=2, arrival_rate=1.2)),
+               ("M/M/16 (k=1)", BarrierSystem(16, 1, arrival_rate=11.2))]
+    run_replication(systems[0][1], 1000, 0)
+    for name, system in systems:
+        rep = run_replication(system, jobs, 1)
+        kernel = jobs / rep.kernel_seconds
+        k, s = system.tasks, system.servers
+        ops = k * 2 * np.log2(s) + k + 1        # k pops and k pushes of log2(s) levels, k draws, one arrival
+        inputs = draw_jobs(system, 20_000, np.random.default_rng(1))
         t0 = time.perf_counter()
-        rep = run_replication(cfg, args.jobs, 1)
-        wall = time.perf_counter() - t0
-        kernel = args.jobs / rep.kernel_seconds
-        ref = time_reference(cfg, args.reference_jobs)
-        ciw_speed = time_ciw(cfg.servers, cfg.arrival_rate, args.reference_jobs) if cfg.tasks == 1 else None
-        ciw_text = f"{ciw_speed:,.0f}" if ciw_speed else "n/a"
-        print(f"| {name} | {kernel:,.0f} | {args.jobs / wall:,.0f} | {ref:,.0f} | {ciw_text} | "
+        simulate_reference(inputs["arrival"], inputs["tasks"], inputs["barrier"], inputs["times"], s,
+                           system.barriers == 2, **reference_rule(system))
+        ref = 20_000 / (time.perf_counter() - t0)
+        print(f"| {name} | {kernel:,.0f} | {ops:.0f} | {1e9 / (kernel * ops):.1f} | {ref:,.0f} | "
               f"{kernel / ref:,.0f}x |", flush=True)
-
-    cfg = SYSTEMS[0][1]
+    system = systems[0][1]
     reps = 2 * (os.cpu_count() or 1)
-    print(f"\n| replications of {args.jobs // 4:,} jobs ({SYSTEMS[0][0]}) | processes | seconds "
-          "| jobs/s | speed-up |")
+    print(f"\n| replications of {jobs // 4:,} jobs (1-barrier s=16 k=4) | processes | seconds | jobs/s | speed-up |")
     print("|---|---:|---:|---:|---:|")
     base = None
     for workers in sorted({1, os.cpu_count() or 1}):
         t0 = time.perf_counter()
-        simulate(cfg, jobs=args.jobs // 4, replications=reps, seed=1, workers=workers, progress=False)
+        simulate(system, jobs=jobs // 4, replications=reps, seed=1, workers=workers, progress=False)
         sec = time.perf_counter() - t0
         base = base or sec
-        print(f"| {reps} | {workers} | {sec:.2f} | {reps * (args.jobs // 4) / sec:,.0f} | "
-              f"{base / sec:.2f} |", flush=True)
+        print(f"| {reps} | {workers} | {sec:.2f} | {reps * (jobs // 4) / sec:,.0f} | {base / sec:.2f} |", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, nargs="+", default=[2_000_000],
+                        help="jobs per run (several: one table each)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
+    parser.add_argument("--forkulator", type=Path, default=None, help="a built forkulator checkout (classes in bin/)")
+    parser.add_argument("--intervals", type=int, nargs="+", default=[1, 100],
+                        help="forkulator's sampling intervals -i to time (statistics over every i-th job; "
+                             "1 = every job, as barrier-queues)")
+    parser.add_argument("--skip", nargs="*", default=[], choices=["whole", "memory", "quick", "kernel"])
+    args = parser.parse_args()
+    if args.forkulator is not None:
+        if not (args.forkulator / "bin" / "forkulator" / "FJSimulator.class").exists():
+            parser.error(f"--forkulator must be a built forkulator checkout ({args.forkulator}/bin/forkulator/"
+                         "FJSimulator.class not found; build it as its README says)")
+        if shutil.which("java") is None:
+            parser.error("--forkulator needs java on PATH")
+    import numpy
+
+    print(f"# Simulator speed on {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"numpy {numpy.__version__}, {time.strftime('%Y-%m-%d')}")
+    if "quick" not in args.skip:
+        quick_answers(max(args.repeat, 5))
+    if "whole" not in args.skip:
+        for jobs in args.jobs:
+            whole_process(jobs, args.repeat, args.forkulator, args.intervals)
+    if "memory" not in args.skip:
+        memory_against_jobs()
+    if "kernel" not in args.skip:
+        kernel_work(min(args.jobs))
     return 0
 
 

@@ -12,6 +12,7 @@ import pytest  # noqa: E402
 
 from barrier_queues import ParameterError  # noqa: E402
 from barrier_queues.results import (  # noqa: E402
+    load_chosen,
     load_claims,
     load_results,
     record_claims,
@@ -82,18 +83,27 @@ def test_save_table_writes_csv_and_provenance_that_read_back(tmp_path):
 
 
 def test_claims_round_trip_and_bad_input(tmp_path):
-    shown = record_claims("stability", [{"result": "Table I", "claim": "c", "reproduced": "r", "agrees": True}],
-                          folder=tmp_path)
+    shown = record_claims("stability", [{"result": "Table I", "claim": "c", "test": "t", "reproduced": "r",
+                                         "verdict": "agrees"}], folder=tmp_path)
     assert repr(shown) == ("Source: produced by results.record_claims: the checks of this chapter's cells above; "
-                           "parameters chapter=stability, claims=1, agree=1, file=claims-stability.json; "
+                           "parameters chapter=stability, claims=1, agrees=1, file=claims-stability.json; "
                            "no simulation.")
-    record_claims("bounds", [{"result": "Fig. 7", "claim": "u", "reproduced": "v", "agrees": False,
-                              "note": "why"}], folder=tmp_path)
+    record_claims("bounds", [{"result": "Fig. 7", "claim": "u", "test": "t", "reproduced": "v", "verdict": "differs",
+                              "note": "why"}], folder=tmp_path,
+                  chosen=[{"result": "Fig. 7", "parameters": {"s": 16}, "why": "lost"}])
     table = load_claims(tmp_path)
-    assert list(table.chapter) == ["bounds", "stability"] and list(table.agrees) == [False, True]
+    assert list(table.chapter) == ["bounds", "stability"] and list(table.verdict) == ["differs", "agrees"]
     assert list(table.note) == ["why", ""]
-    with pytest.raises(ParameterError, match=r"missing \['agrees'\]"):
+    assert load_chosen(tmp_path).to_dict("records") == [{"chapter": "bounds", "result": "Fig. 7",
+                                                         "parameters": {"s": 16}, "why": "lost"}]
+    with pytest.raises(ParameterError, match=r"missing \['test', 'verdict'\]"):
         record_claims("x", [{"result": "r", "claim": "c", "reproduced": "p"}], folder=tmp_path)
+    with pytest.raises(ParameterError, match="verdict must be one of agrees, differs"):
+        record_claims("x", [{"result": "r", "claim": "c", "test": "t", "reproduced": "p", "verdict": "close"}],
+                      folder=tmp_path)
+    with pytest.raises(ParameterError, match="chosen parameters must each have result, parameters and why"):
+        record_claims("x", [], folder=tmp_path, chosen=[{"result": "r"}])
+    assert not (tmp_path / "claims-x.json").exists()
     with pytest.raises(ParameterError, match="name must be a plain file stem"):
         save_figure(_figure(), "../x", chapter="c", function="f", parameters={}, folder=tmp_path)
     with pytest.raises(ParameterError, match="name must be a plain file stem"):

@@ -164,6 +164,19 @@ def test_sampling_one_task_jobs_with_and_without_a_barrier_coincide():
         np.testing.assert_array_equal(a.jobs[key], b.jobs[key], err_msg=key)
 
 
+@pytest.mark.parametrize("servers, tasks, d, exact", [(32, 1, 1.0, 1.0), (64, 1, 3.0, 1.0), (16, 8, 2.0, None)])
+def test_saturated_sampling_is_measured_while_every_worker_has_a_backlog(servers, tasks, d, exact):
+    """k = 1 loses nothing (each worker is busy while it has reservations: the limit is 1); with d k >= s
+    sampling is the central queue, whose limit is eq. 5. The drain at the end of an all-at-time-0 run (a
+    worker whose queue ran empty idles) is not measured: before the window ended at min_w T_w it was, and
+    k = 1 at s = 64, d = 1 came out at 0.95."""
+    system = S(servers, tasks, placement="sample", probe_ratio=d)
+    exact = exact if exact is not None else bq.stability_limit(servers, tasks).rho_max
+    est = bq.saturated_throughput(system, jobs=5000, replications=10, seed=3)
+    lo, hi = est["rho_max_ci"]
+    assert lo <= exact <= hi and hi - lo < 0.01
+
+
 def test_probes_are_distinct_sorted_and_as_many_as_the_rule_says():
     cfg = S(10, tasks_pmf={2: 0.3, 3: 0.3, 8: 0.4}, placement="sample", probe_ratio=1.5, arrival_rate=1.0)
     tasks = draw_jobs(cfg, 5000, np.random.default_rng(1))["tasks"]

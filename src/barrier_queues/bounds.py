@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ._solvers import brent_minimize, brent_root
 from ._validation import ParameterError, check_choice, check_int, check_positive, check_probability
 from .order_stats import exp_order_stat_mean, exp_order_stat_var
 from .system import BarrierSystem, as_system, exponential_rate, require
@@ -203,10 +204,7 @@ class BoundProblem:
                                      "bound (theta* underflows)")
         if self.log_m(hi) <= 0:          # the MGF stays finite up to the edge
             return float(hi)
-        from scipy import optimize
-
-        return float(optimize.brentq(lambda t: float(self.log_m(t)), lo, hi, xtol=1e-14 * sup,
-                                     rtol=1e-14, maxiter=500))
+        return brent_root(lambda t: float(self.log_m(t)), lo, hi, xtol=1e-14 * sup, rtol=1e-14, maxiter=500)
 
     def waiting(self, epsilon: float, form: str = "gigi") -> WaitingBound:
         """The ``1 - epsilon`` quantile bound of the waiting time (eq. 35), optimised over theta."""
@@ -312,11 +310,8 @@ def _minimize_on_interval(f: Callable, lo: float, hi: float) -> float:
     i = int(np.nanargmin(values))
     a = grid[i - 1] if i > 0 else lo + (hi - lo) * 1e-9
     b = grid[i + 1] if i + 1 < grid.size else hi
-    from scipy import optimize
-
-    res = optimize.minimize_scalar(f, bounds=(a, b), method="bounded",
-                                   options={"xatol": 1e-7 * (hi - lo)})
-    return float(res.x) if res.fun <= values[i] else float(grid[i])
+    x, fx = brent_minimize(f, a, b, xatol=1e-7 * (hi - lo))
+    return float(x) if fx <= values[i] else float(grid[i])
 
 
 def _solve_decreasing(g: Callable, start: float) -> float:
@@ -326,9 +321,7 @@ def _solve_decreasing(g: Callable, start: float) -> float:
         lo, hi = hi, 2 * hi
         if hi > 1e12:
             raise ParameterError("the quantile bound does not exist (the tail bound stays above epsilon)")
-    from scipy import optimize
-
-    return float(optimize.brentq(g, lo, hi, xtol=1e-12, rtol=1e-12))
+    return brent_root(g, lo, hi, xtol=1e-12, rtol=1e-12)
 
 
 @dataclass(frozen=True)

@@ -525,7 +525,7 @@ def _run_options(p, saturated: bool = True):
                    help="jobs per replication (default 100,000)")
     p.add_argument("--replications", type=_int("replications", 1, 100_000), default=1)
     p.add_argument("--warmup", type=_int("warmup", 0), default=None,
-                   help="jobs dropped per replication (default: MSER-5 per replication)")
+                   help="jobs dropped per replication (default: MSER-5 on the replication-averaged series)")
     p.add_argument("--workers", type=_int("workers", 1, 4096), default=None, help="processes (default: all cores)")
     p.add_argument("--seed", type=SEED, default=None, help="seed, an integer >= 0")
     p.add_argument("--allow-unstable", action="store_true", help="simulate even at or above the known stability limit")

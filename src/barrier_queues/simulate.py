@@ -17,8 +17,9 @@ models, the central FIFO queue or batch sampling with late binding).
   from chunk to chunk; a plain-Python reference (:mod:`barrier_queues.reference`)
   fed the same inputs gives identical per-job results.
 * **Statistics stream** (:class:`barrier_queues.statistics.RunAccumulator`):
-  memory does not grow with the number of jobs; the warm-up is chosen per
-  replication by MSER-5 (or fixed by the caller); quantiles come from
+  memory does not grow with the number of jobs; the warm-up is chosen by
+  MSER-5 on the series averaged over the replications (or fixed by the
+  caller); quantiles come from
   logarithmic histograms with 0.2 % relative accuracy. Per-job records are
   kept only on request (``keep_jobs``, ``jobs_csv``, :func:`trace`).
 
@@ -63,7 +64,7 @@ MAX_JOBS = 10**11
 MAX_KEPT_JOBS = 50_000_000
 MAX_TRACE_JOBS = 10_000
 #: batch sampling keeps every unstarted job; a saturated sampled run keeps them all
-MAX_SATURATED_SAMPLING_JOBS = 4_000_000
+MAX_SATURATED_SAMPLING_JOBS = 1_000_000
 #: probing costs O(s) per job: batch sampling is simulated up to this many workers
 MAX_SAMPLING_SERVERS = 10_000
 #: the most task draws a run may need (jobs x replications x E[k] x phases): some hours of work
@@ -299,7 +300,9 @@ def run_replication(system: BarrierSystem, jobs: int, seed, saturated: bool = Fa
     t_begin = time.perf_counter()
     rng = _generator(seed)
     sink = _Sink(system, jobs, warmup, keep_jobs or trace, jobs_csv, replication)
-    if system.placement == "sample":
+    if system.placement == "sample" and saturated and not trace:
+        kernel, frame = _run_sampling_saturated(system, jobs, rng, sink)
+    elif system.placement == "sample":
         kernel, frame = _run_sampling(system, jobs, rng, saturated, trace, sink)
     else:
         kernel, frame = _run_central(system, jobs, rng, saturated, trace, sink)
@@ -451,6 +454,53 @@ class _SamplingState:
                 "barrier": self.jr_barrier[slots]}
 
 
+class _Records:
+    """A sink that keeps every job's record and every job's probes (for the saturated window)."""
+
+    def __init__(self):
+        self.parts, self.probes = [], []
+
+    def add(self, chunk: dict) -> None:
+        self.parts.append(chunk)
+
+    def table(self) -> dict:
+        return {f: np.concatenate([p[f] for p in self.parts]) for f in self.parts[0]}
+
+
+def _run_sampling_saturated(system, jobs, rng, sink):
+    """A saturated batch-sampling run, measured only while every worker has a backlog.
+
+    Every job arrives at time 0 and leaves its reservations at once, so the
+    queues drain unevenly at the end: a worker whose queue ran empty idles
+    while jobs remain, which a central queue never does. Worker ``w`` has a
+    backlog until the last job that probed it has started (``T_w``), so the
+    run is saturated until ``T_end = min_w T_w``. The run simulates twice the
+    jobs asked for (again twice as many, up to 16 times, while fewer than
+    ``jobs`` start before ``T_end``) and hands the first ``jobs`` starts, in
+    start order, to the statistics; the warm-up is then chosen as usual.
+    """
+    kernel = 0.0
+    for factor in (2, 4, 8, 16):
+        records = _Records()
+        kernel += _run_sampling(system, factor * jobs, rng.spawn(1)[0], True, False, records)[0]
+        table = records.table()
+        last = np.full(system.servers, -1, dtype=np.int64)      # the last job that probed each worker
+        base = 0
+        for probes, offsets in records.probes:
+            n = offsets.size - 1
+            np.maximum.at(last, probes, base + np.repeat(np.arange(n), np.diff(offsets)))
+            base += n
+        if (last >= 0).all():
+            end = table["start"][last].min()
+            order = np.argsort(table["start"], kind="stable")
+            if np.searchsorted(table["start"][order], end, side="right") >= jobs:
+                sink.add({f: v[order[:jobs]] for f, v in table.items()})
+                return kernel, None
+    raise ParameterError(f"jobs must be larger for a saturated batch-sampling run of {system.servers} workers "
+                         f"(got {jobs:,}): even 16 times as many left a worker without reservations before "
+                         f"{jobs:,} jobs had started")
+
+
 def _run_sampling(system, jobs, rng, saturated, trace, sink):
     probe_rng = rng.spawn(1)[0]          # a child stream: the jobs are those of the central system
     st = _SamplingState(system.servers)
@@ -469,6 +519,8 @@ def _run_sampling(system, jobs, rng, saturated, trace, sink):
             following = draw_jobs(system, min(size, jobs - base - n), rng, start_time=chunk["arrival"][-1],
                                   saturated=saturated)
         probes, probe_offsets = draw_probes(system, chunk["tasks"], probe_rng)
+        if isinstance(sink, _Records):
+            sink.probes.append((probes, probe_offsets))
         st.reserve(n, chunk["times"].size)
         m = chunk["times"].size
         tw, ts, te = ((np.zeros(m, dtype=np.int64), np.zeros(m), np.zeros(m)) if trace else (empty_i, empty_f, empty_f))
@@ -721,8 +773,8 @@ def simulate(system: BarrierSystem, jobs: int = 100_000, replications: int = 1, 
     seed : int >= 0 or SeedSequence, optional
         Same seed, same results, bit for bit.
     warmup : int, optional
-        Jobs dropped from the start of each replication; default: MSER-5 per
-        replication (``summary()["warmup"]`` reports the choice).
+        Jobs dropped from the start of each replication; default: MSER-5 on the
+        replication-averaged series (``summary()["warmup"]`` reports the choice).
     allow_unstable : bool
         Simulate even at or above the known stability limit (the summary
         reports ``stable: False``).

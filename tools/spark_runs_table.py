@@ -1,0 +1,88 @@
+"""Print the markdown tables of ``data/README.md`` from the committed Spark runs.
+
+Usage::
+
+    python tools/spark_runs_table.py data/spark            # runs with Poisson arrivals (and barrier() runs)
+    python tools/spark_runs_table.py data/spark-saturated  # saturated runs: Spark's stability limit
+
+Every number comes from the run folders through :mod:`barrier_queues.spark_analysis`
+(the same functions as the Spark chapter), so the README's tables can be
+regenerated rather than copied by hand. Reads only; writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from barrier_queues import spark_analysis as sa
+from barrier_queues import stability_limit
+
+
+def _size_kb(path: Path) -> int:
+    return round(sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1024)
+
+
+def _ms(x: float) -> str:
+    return f"{1000 * x:.0f}"
+
+
+def poisson_table(runs: list) -> list[str]:
+    head = ("| run | s | k | phases | lambda (1/s) | task mean (s) | seed | measured jobs | lambda achieved "
+            "| rho offered / achieved | run time (s) | Python start-up median (ms) | task cost median (ms) "
+            "| load per core | blocked jobs | mean waiting (s) [95 % CI] | mean sojourn (s) | served honestly "
+            "| size (KB) |")
+    lines = [head, "|---|" + "---:|" * 17 + "---:|"]
+    for r in runs:
+        s = sa.run_summary(r)
+        c = s["serving"]
+        lo, hi = s["mean_waiting_ci"]
+        lines.append(
+            f"| `{r.name}` | {r.executors} | {r.tasks_per_job} | {r.sync_points + 1} | {r.arrival_rate:g} "
+            f"| {r.task_mean:.3g} | {r.metadata['config']['seed']} | {s['jobs']} | {s['achieved_arrival_rate']:.3f} "
+            f"| {s['offered_utilization']:.2f} / {s['achieved_utilization']:.3f} "
+            f"| {round(r.metadata['total_seconds'])} | {_ms(c['python_startup_median'])} "
+            f"| {_ms(c['task_cost_median'])} | {c['load_per_core']:.2f} | {s['overhead_samples']} "
+            f"| {s['mean_waiting']:.2f} [{lo:.2f}, {hi:.2f}] | {s['mean_sojourn']:.2f} "
+            f"| {'yes' if c['honest'] else 'no'} | {_size_kb(r.path)} |")
+    return lines
+
+
+def saturated_table(runs: list) -> list[str]:
+    head = ("| run | s | k | task mean (s) | seed | jobs | Spark lambda_max (1/s) [95 % CI] | model lambda_max "
+            "(eq. 5) | Spark / model | run time (s) | task cost median (ms) | load per core | served honestly "
+            "| size (KB) |")
+    lines = [head, "|---|" + "---:|" * 12 + "---:|"]
+    for r in runs:
+        est = sa.saturation_rate(r)
+        exact = stability_limit(r.executors, r.tasks_per_job, task_rate=1 / r.task_mean)
+        c = sa.serving_check(r)
+        lo, hi = est["lambda_max_ci"]
+        lines.append(
+            f"| `{r.name}` | {r.executors} | {r.tasks_per_job} | {r.task_mean:.3g} | {r.metadata['config']['seed']} "
+            f"| {est['jobs']} | {est['lambda_max']:.3f} [{lo:.3f}, {hi:.3f}] | {exact.lambda_max:.3f} "
+            f"| {est['lambda_max'] / exact.lambda_max:.2f} | {round(r.metadata['total_seconds'])} "
+            f"| {_ms(c['task_cost_median'])} | {c['load_per_core']:.2f} | {'yes' if c['honest'] else 'no'} "
+            f"| {_size_kb(r.path)} |")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", help="a folder of run folders (each with metadata.json)")
+    args = parser.parse_args(argv)
+    runs = [sa.load_run(p) for p in sa.discover_runs(args.folder)]
+    if not runs:
+        print(f"{args.folder}: no run folders (with metadata.json) found", file=sys.stderr)
+        return 2
+    saturated = [r for r in runs if r.saturated]
+    if saturated and len(saturated) != len(runs):
+        print(f"{args.folder}: mixes saturated and Poisson runs; give one kind per folder", file=sys.stderr)
+        return 2
+    print("\n".join(saturated_table(runs) if saturated else poisson_table(runs)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
