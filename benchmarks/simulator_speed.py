@@ -14,6 +14,9 @@ Three tables, printed as markdown:
 3. **Kernel work**: jobs/s per core against the work per job (random draws
    and heap operations), and the plain-Python reference's speed on the same
    model; replications on 1 and all processes.
+4. **Sweeps**: one ``barrier-queues sweep`` command over a 16-point grid,
+   whole process, with 1 and all local worker processes and on Spark
+   (``local[1]`` and ``local[N]``: the same code path as a cluster).
 
 ``--forkulator DIR`` expects a forkulator checkout that is already built
 (its classes in ``DIR/bin``, as its ``forkulator.sh`` expects; build it as its
@@ -175,6 +178,29 @@ def kernel_work(jobs: int) -> None:
         print(f"| {reps} | {workers} | {sec:.2f} | {reps * (jobs // 4) / sec:,.0f} | {base / sec:.2f} |", flush=True)
 
 
+def sweep_speed(jobs: int) -> None:
+    grid = ["-s", "16", "-k", "1,2,4,8", "--utilization", "0.3,0.5,0.6,0.7", "--jobs", str(jobs), "--seed", "1"]
+    cores = os.cpu_count() or 1
+    print(f"\n## A sweep of 16 points x {jobs:,} jobs, whole process (`barrier-queues sweep -s 16 -k 1,2,4,8 "
+          f"--utilization 0.3,0.5,0.6,0.7 --jobs {jobs}`)\n")
+    print("| backend | seconds | speed-up over 1 process |")
+    print("|---|---:|---:|")
+    base = None
+    runs = [(f"local, --workers {w}", ["--workers", str(w)]) for w in sorted({1, cores})]
+    try:
+        import pyspark  # noqa: F401
+        runs += [(f"spark, --master local[{w}]", ["--backend", "spark", "--master", f"local[{w}]"])
+                 for w in sorted({1, cores})]
+    except ImportError:
+        print("| spark | pyspark not installed | |")
+    for label, extra in runs:
+        with tempfile.TemporaryDirectory() as tmp:
+            seconds, _, _ = run_process([sys.executable, "-m", "barrier_queues.cli", "sweep", *grid, *extra,
+                                         "--out", f"{tmp}/sweep"])
+        base = base or seconds
+        print(f"| {label} | {seconds:.1f} | {base / seconds:.2f} |", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, nargs="+", default=[2_000_000],
@@ -184,7 +210,7 @@ def main() -> int:
     parser.add_argument("--intervals", type=int, nargs="+", default=[1, 100],
                         help="forkulator's sampling intervals -i to time (statistics over every i-th job; "
                              "1 = every job, as barrier-queues)")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["whole", "memory", "quick", "kernel"])
+    parser.add_argument("--skip", nargs="*", default=[], choices=["whole", "memory", "quick", "kernel", "sweep"])
     args = parser.parse_args()
     if args.forkulator is not None:
         if not (args.forkulator / "bin" / "forkulator" / "FJSimulator.class").exists():
@@ -205,6 +231,8 @@ def main() -> int:
         memory_against_jobs()
     if "kernel" not in args.skip:
         kernel_work(min(args.jobs))
+    if "sweep" not in args.skip:
+        sweep_speed(min(args.jobs) // 4)
     return 0
 
 

@@ -1,10 +1,13 @@
-"""The built book in a real browser: Debian's headless Chromium driven by Selenium.
+"""The built book in a real browser: Debian's headless Chromium driven by Selenium, with no network.
 
 Every HTML page of the book is opened from a local HTTP server; the test
-checks that the page loads, that every image has been decoded (naturalWidth >
-0), that every chapter with figures shows them, and that every internal link
-(and its #anchor) resolves. External links are counted, not fetched (the
-machine has no network). Screenshots are saved under ``_build/screenshots``.
+checks that the page loads no script or stylesheet from the network, that
+formulas are typeset by the MathJax the site itself serves (MathJax output
+elements present, no raw ``\\(`` left), that every image has been decoded
+(naturalWidth > 0), that every chapter with figures shows them, that tables
+wider than the text scroll inside their box, and that every internal link
+(and its #anchor) resolves. External links are counted, not fetched.
+Screenshots are saved under ``_build/screenshots``.
 """
 
 import functools
@@ -19,6 +22,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+#: chapters whose text has formulas: each must show typeset math
+MATH_PAGES = ("intro", "stability", "ctmc", "bounds", "spark", "partial", "phases")
 FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-dev-shm-usage", "--window-size=1280,1600"]
@@ -57,6 +62,22 @@ def browser(tmp_path_factory):
     driver.quit()
 
 
+def test_no_page_loads_a_script_or_stylesheet_from_the_network(built_book):
+    """A reproducible artifact must read the same in ten years with no network: every asset is in the site."""
+    result, html = built_book
+    assert result.returncode == 0
+    remote = []
+    for page in html.rglob("*.html"):
+        text = page.read_text(errors="replace")
+        for tag, attr in (("script", "src"), ("link", "href"), ("img", "src")):
+            for m in re.finditer(rf"<{tag}\b[^>]*\b{attr}=[\"']((?:https?:)?//[^\"']+)", text):
+                if tag == "link" and not re.search(r'rel=["\'](stylesheet|preload|icon)', m.group(0)):
+                    continue
+                remote.append(f"{page.relative_to(html)}: {m.group(1)}")
+    assert not remote, "remote assets:\n" + "\n".join(sorted(set(remote))[:20])
+    assert list(html.rglob("tex-chtml*.js")) or list(html.rglob("tex-mml-chtml*.js")), "MathJax is not in the site"
+
+
 def _pages(html: Path) -> list[str]:
     skip = ("_static", "_sources", "_images", "_sphinx_design_static")
     return sorted(str(p.relative_to(html)) for p in html.rglob("*.html") if p.relative_to(html).parts[0] not in skip)
@@ -69,7 +90,7 @@ def test_every_page_loads_with_its_figures_and_links(site, browser):
     shots.mkdir(parents=True, exist_ok=True)
     pages = _pages(html)
     assert "book/intro.html" in pages and "book/reference/api.html" in pages
-    broken, external, checked = [], set(), 0
+    broken, external, checked, math_pages = [], set(), 0, 0
     for page in pages:
         browser.get(base + page)
         # index.html redirects to the first chapter: wait until whatever page it lands on has loaded
@@ -79,12 +100,29 @@ def test_every_page_loads_with_its_figures_and_links(site, browser):
             "return Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
         assert not bad, f"{page}: images that did not load: {bad}"
         images = browser.execute_script("return document.querySelectorAll('main img, article img').length")
-        if page.startswith("book/") and page[5:-5] in ("intro", "stability", "ctmc", "bounds", "spark"):
+        if page.startswith("book/") and page[5:-5] in ("intro", "stability", "ctmc", "bounds", "spark", "partial",
+                                                       "sampling", "phases"):
             assert images > 0, f"{page} shows no figure"
         raw = browser.execute_script(
             "return Array.from(document.querySelectorAll('article p')).filter("
             "p => p.textContent.trim().startsWith('| ')).length")
         assert raw == 0, f"{page}: {raw} Markdown tables left unrendered"
+        if browser.execute_script("return typeof MathJax !== 'undefined' && !!MathJax.startup"):
+            browser.execute_async_script("const done = arguments[arguments.length - 1]; "
+                                         "MathJax.startup.promise.then(() => done(true), () => done(false));")
+        typeset = browser.execute_script("return document.querySelectorAll('mjx-container').length")
+        text = browser.execute_script("return document.querySelector('article') ? "
+                                      "document.querySelector('article').innerText : ''")
+        if page.startswith("book/") and page[5:-5] in MATH_PAGES:
+            assert typeset > 0, f"{page}: no formula typeset (MathJax did not run)"
+            math_pages += 1
+        assert "\\(" not in text and "\\)" not in text, f"{page}: raw TeX delimiters left untypeset"
+        overflowing = browser.execute_script(
+            "const art = document.querySelector('article'); if (!art) return [];"
+            "const right = art.getBoundingClientRect().right + 1;"
+            "return Array.from(art.querySelectorAll('table')).filter(t => t.getBoundingClientRect().right > right)"
+            ".map(t => t.textContent.slice(0, 40));")
+        assert not overflowing, f"{page}: tables overflow the text column: {overflowing}"
         browser.save_screenshot(str(shots / (page.replace("/", "_")[:-5] + ".png")))
         for href in browser.execute_script("return Array.from(document.querySelectorAll('a[href]')).map(a => a.href)"):
             url = urllib.parse.urlsplit(href)
@@ -104,5 +142,5 @@ def test_every_page_loads_with_its_figures_and_links(site, browser):
                 if not re.search(rf'id="{re.escape(urllib.parse.unquote(url.fragment))}"', text):
                     broken.append(f"{page} -> {href} (no such anchor)")
     assert not broken, "broken links:\n" + "\n".join(broken[:30])
-    assert checked > 50
+    assert checked > 50 and math_pages == len(MATH_PAGES)
     print(f"{len(pages)} pages, {checked} internal links checked, {len(external)} external links not fetched")

@@ -8,7 +8,10 @@ same notebooks in the tests and compares their outputs.
 
 Usage: ``python tools/execute_notebooks.py [name ...]``; ``--full`` runs the
 committed notebooks at the paper's scale into ``_build/full`` instead
-(``make book-full``), with their figures in ``_build/full/results``.
+(``make book-full``), with their figures in ``_build/full/results``. Their
+simulations go through :mod:`barrier_queues.sweep`'s backend: set
+``SWEEP_BACKEND=spark SPARK_MASTER=spark://host:7077`` to run them on a
+Spark cluster (the same numbers, bit for bit).
 """
 
 from __future__ import annotations
@@ -37,20 +40,23 @@ def strip_volatile(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 #: run order: the claims page collects what the chapters wrote, so it comes last
-FIRST = ["intro", "stability", "ctmc", "bounds", "spark", "usage"]
+FIRST = ["intro", "stability", "ctmc", "bounds", "spark", "partial", "sampling", "phases", "usage"]
 LAST = ["claims"]
 
 #: ``--full``: the paper's scale (more jobs and replications, epsilon = 1e-3 for the bounds)
 FULL = {
-    "stability": {"sim_jobs": 200_000, "sim_replications": 8},
-    "ctmc": {"sim_jobs": 200_000, "sim_replications": 8,
+    "stability": {"sim_jobs": 200_000, "sim_replications": 20},
+    "ctmc": {"sim_jobs": 200_000, "sim_replications": 20,
              "scaling_systems": [[16, 8, 8], [24, 12, 12], [32, 16, 16], [32, 16, 12], [40, 16, 16],
                                  [48, 16, 16], [56, 16, 16], [64, 16, 12]]},
-    "bounds": {"sim_jobs": 400_000, "sim_replications": 8, "epsilon": 0.001},
-    "spark": {"sim_jobs": 1_000_000, "sim_replications": 8},
+    "bounds": {"sim_jobs": 400_000, "sim_replications": 20, "epsilon": 0.001, "check_points": 50},
+    "spark": {"sim_jobs": 400_000, "sim_replications": 20},
+    "partial": {"sim_jobs": 200_000, "sim_replications": 20},
+    "sampling": {"sat_jobs": 50_000, "sim_jobs": 100_000, "sim_replications": 20},
+    "phases": {"sim_jobs": 200_000, "sim_replications": 20},
     "usage": {"sim_jobs": 1_000_000},
 }
-WRITERS = {"intro", "stability", "ctmc", "bounds", "spark", "claims"}
+WRITERS = {"intro", "stability", "ctmc", "bounds", "spark", "partial", "sampling", "phases", "claims"}
 
 
 def ordered(names: list[str]) -> list[str]:

@@ -35,10 +35,12 @@ def _log_y(ax) -> None:
 
 
 def _overlay(ax, x, est, ci, color, label, marker="o"):
-    """Simulation estimates with their confidence intervals as error bars."""
+    """Estimates with their confidence intervals as error bars; an interval the data cannot support
+    (an undefined end, e.g. a 0.99 quantile of 100 jobs) is not drawn."""
     est = np.asarray(est, dtype=float)
     ci = np.asarray(list(ci), dtype=float).reshape(-1, 2)
-    yerr = np.vstack([est - ci[:, 0], ci[:, 1] - est])
+    supported = np.isfinite(ci).all(axis=1)
+    yerr = np.vstack([np.where(supported, est - ci[:, 0], 0.0), np.where(supported, ci[:, 1] - est, 0.0)])
     ax.errorbar(x, est, yerr=yerr, fmt=marker, color=color, mfc="white", ms=6, capsize=3, lw=1.2,
                 label=label, zorder=5)
 
@@ -372,5 +374,172 @@ def fig78_spark(table: pd.DataFrame, quantile: float, bounds: pd.DataFrame | Non
         axes[row, 0].set_ylabel("seconds")
     axes[0, 0].legend(fontsize=7, ncol=2)
     fig.suptitle(f"Figs. 7-8 with real Spark{': ' + title if title else ''}")
+    fig.tight_layout()
+    return fig
+
+
+def fig3_gain_grid(grid: pd.DataFrame, mark=None) -> plt.Figure:
+    """Fig. 3 (right), extended: the useful-utilization gain of the best l over a grid of bimodal laws.
+
+    ``grid`` from :func:`barrier_queues.stability.bimodal_gain_grid`; cells
+    with a gain of 2.5-3.5 ("about three times") are outlined, ``mark`` =
+    (p, ratio) frames the law drawn in Fig. 3.
+    """
+    pivot = grid.pivot(index="p", columns="ratio", values="gain")
+    fig, ax = plt.subplots(figsize=(8.5, 4.8))
+    sns.heatmap(np.log10(pivot), ax=ax, cmap="viridis", annot=pivot.round(1).to_numpy(), fmt="",
+                cbar_kws={"label": "log10 gain"})
+    for i, p in enumerate(pivot.index):
+        for j, r in enumerate(pivot.columns):
+            g = pivot.loc[p, r]
+            if 2.5 <= g <= 3.5:
+                ax.add_patch(plt.Rectangle((j, i), 1, 1, fill=False, edgecolor="white", lw=2.5))
+            if mark is not None and np.isclose(p, mark[0]) and np.isclose(r, mark[1]):
+                ax.add_patch(plt.Rectangle((j, i), 1, 1, fill=False, edgecolor="red", lw=2.5, ls="--"))
+    ax.set_xlabel("rate ratio r (slow tasks are r times slower)")
+    ax.set_ylabel("probability p of a fast task")
+    ax.set_xticklabels([f"{r:g}" for r in pivot.columns])
+    ax.set_yticklabels([f"{p:g}" for p in pivot.index], rotation=0)
+    ax.set_title("Useful-load gain of the best l over l = k, 2-barrier s = k = 10\n"
+                 "white: about three times (2.5-3.5); red dashes: the law of Fig. 3", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def fig_form_ratio(ratios: pd.DataFrame, servers: int, quantile: float) -> plt.Figure:
+    """The G|G bound over the GI|GI bound (sojourn and waiting quantiles) vs k/s, one line per load."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    utils = sorted(ratios.utilization.unique())
+    palette = dict(zip(utils, sns.color_palette(n_colors=len(utils)), strict=True))
+    for ax, metric in zip(axes, ("sojourn", "waiting"), strict=True):
+        for u in utils:
+            d = ratios[ratios.utilization == u]
+            ax.plot(d["k/s"], d[f"{metric}_ratio"], "o-", color=palette[u], ms=4, label=f"rho = {u}")
+        ax.axhline(1.0, color="gray", lw=0.8)
+        ax.set_xlabel("parallelism ratio k / s (task mean s / k)")
+        ax.set_title(f"{metric} time, {quantile:g} quantile bound", fontsize=10)
+    axes[0].set_ylabel("G|G bound / GI|GI bound")
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"The two forms of Theorem 1, pure barrier jobs on s = {servers} workers")
+    fig.tight_layout()
+    return fig
+
+
+def fig_partial_frontier(table: pd.DataFrame, servers: int, tasks: int) -> plt.Figure:
+    """Partial barriers: 2-barrier useful-utilization limit against tasks completed per job, one panel per law.
+
+    ``table`` has columns ``law, kind`` (fixed, knee, timeout), ``policy``, ``E[L] completed`` and ``rho_useful``.
+    """
+    laws = list(dict.fromkeys(table.law))
+    fig, axes = plt.subplots(1, len(laws), figsize=(5.2 * len(laws), 4.4), sharey=False)
+    palette = sns.color_palette()
+    for ax, law in zip(np.atleast_1d(axes), laws, strict=True):
+        d = table[table.law == law]
+        fixed = d[d.kind == "fixed"].sort_values("E[L] completed")
+        ax.plot(fixed["E[L] completed"], fixed.rho_useful, "o-", color=palette[0], ms=4, label="fixed l = 1..k")
+        t = d[d.kind == "timeout"]
+        ax.plot(t["E[L] completed"], t.rho_useful, "^", color=palette[2], ms=7, label="timeout T")
+        knee = d[d.kind == "knee"]
+        ax.plot(knee["E[L] completed"], knee.rho_useful, "*", color=palette[3], ms=16, label="knee detector")
+        ax.set_xlabel("tasks completed per job E[L]")
+        ax.set_title(law, fontsize=10)
+    np.atleast_1d(axes)[0].set_ylabel("2-barrier max stable useful utilization")
+    np.atleast_1d(axes)[0].legend(fontsize=8)
+    fig.suptitle(f"Partial barriers on s = {servers} workers, k = {tasks}: useful work against completed tasks")
+    fig.tight_layout()
+    return fig
+
+
+def fig_sampling_stability(table: pd.DataFrame) -> plt.Figure:
+    """Batch sampling: max stable utilization against k/s, one panel per s, one line per probe ratio d,
+    with the central queue's exact limit (eq. 5) for comparison."""
+    servers = sorted(table.servers.unique())
+    fig, axes = plt.subplots(1, len(servers), figsize=(4.6 * len(servers), 4.2), sharey=True)
+    ds = sorted(table.d.unique())
+    palette = dict(zip(ds, sns.color_palette("viridis", n_colors=len(ds)), strict=True))
+    for ax, s in zip(np.atleast_1d(axes), servers, strict=True):
+        d_s = table[table.servers == s].sort_values("tasks")
+        first = d_s[d_s.d == ds[0]]
+        ax.plot(first["k/s"], first["rho_max central"], "k-", lw=2, label="central FIFO queue (exact)")
+        for d in ds:
+            dd = d_s[d_s.d == d]
+            ax.plot(dd["k/s"], dd["rho_max sampling"], "o--", color=palette[d], ms=5, label=f"batch sampling d = {d:g}")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("k / s")
+        ax.set_title(f"s = {s}", fontsize=10)
+    np.atleast_1d(axes)[0].set_ylabel("max stable utilization")
+    np.atleast_1d(axes)[0].legend(fontsize=8)
+    fig.suptitle("Barrier jobs without a central queue: the stability limit of batch sampling")
+    fig.tight_layout()
+    return fig
+
+
+def fig_sampling_sojourn(table: pd.DataFrame, utilization: float) -> plt.Figure:
+    """Batch sampling: 0.99 sojourn quantile and held share against k, per s, central queue for comparison."""
+    servers = sorted(table.servers.unique())
+    fig, axes = plt.subplots(2, len(servers), figsize=(4.6 * len(servers), 7.2), sharex="col")
+    axes = np.atleast_2d(axes).reshape(2, len(servers))
+    placements = list(dict.fromkeys(table.placement))
+    palette = dict(zip(placements, ["black"] + sns.color_palette("viridis", n_colors=len(placements) - 1),
+                       strict=True))
+    for j, s in enumerate(servers):
+        d_s = table[table.servers == s]
+        for p in placements:
+            d = d_s[d_s.placement == p].sort_values("tasks")
+            style = "-" if p == "central" else "o--"
+            axes[0, j].plot(d.tasks, d["sojourn q0.99"], style, color=palette[p], ms=5, label=p)
+            if p != "central":
+                axes[1, j].plot(d.tasks, d["held share"], style, color=palette[p], ms=5, label=p)
+        axes[0, j].set_yscale("log")
+        axes[0, j].set_title(f"s = {s}, rho = {utilization}", fontsize=10)
+        axes[1, j].set_xlabel("tasks per job k")
+        axes[1, j].set_xscale("log", base=2)
+    axes[0, 0].set_ylabel("sojourn time, 0.99 quantile")
+    axes[1, 0].set_ylabel("share of capacity held idle")
+    axes[0, 0].legend(fontsize=8)
+    fig.suptitle("Barrier jobs without a central queue: sojourn times and held capacity at equal load")
+    fig.tight_layout()
+    return fig
+
+
+def fig_phase_plan(plans: dict, max_share: float) -> plt.Figure:
+    """The phase planner: sync share of the job time against m, one line per k (``plans``: k -> plan_phases)."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    palette = sns.color_palette(n_colors=len(plans))
+    for color, (k, plan) in zip(palette, plans.items(), strict=True):
+        c = plan["curve"]
+        axes[0].plot(c.phases, c.mean_job_spark, "o-", color=color, ms=4, label=f"k = {k}, Spark barrier()")
+        axes[0].plot(c.phases, c.mean_job_ideal, ":", color=color)
+        axes[1].plot(c.phases, c.sync_share, "o-", color=color, ms=4, label=f"k = {k}")
+        best = plan["recommended"]["phases"]
+        axes[1].plot([best], c.loc[c.phases == best, "sync_share"], "s", color=color, ms=9, mfc="none")
+    axes[1].axhline(max_share, color="gray", ls="--", lw=1)
+    axes[0].set_ylabel("mean job time (s); dotted: ideal barrier")
+    axes[1].set_ylabel("sync share 1 - E[D ideal] / E[D Spark]")
+    for ax in axes:
+        ax.set_xlabel("phases m (the same work split into m)")
+    axes[0].legend(fontsize=8)
+    axes[1].legend(fontsize=8)
+    fig.suptitle("How many barrier() phases before the sync cost dominates (Exp(1) work per task, P = 1 s)")
+    fig.tight_layout()
+    return fig
+
+
+def fig_spark_saturation(table: pd.DataFrame) -> plt.Figure:
+    """Spark's stability limit from saturated runs against the model (eq. 5) and the event-overhead simulation."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    palette = sns.color_palette()
+    d = table.sort_values("k")
+    x = d.k / d.s
+    ax.plot(x, d["model rho_max"], "-", color="black", label="model (eq. 5): no overhead")
+    sim_rho = d["event-overhead simulation"] * d["model rho_max"] / d["model lambda_max (eq. 5)"]
+    ax.plot(x, sim_rho, "^--", color=palette[2], label="simulation, event-accurate overhead")
+    scale = d["model rho_max"] / d["model lambda_max (eq. 5)"]
+    ci = np.asarray(list(d["Spark 95% CI"]), dtype=float) * scale.to_numpy()[:, None]
+    _overlay(ax, x, d["Spark rho_max"], ci, palette[3], "real Spark (saturated run)", "*")
+    ax.set_xlabel("parallelism ratio k / s (task mean s / k seconds)")
+    ax.set_ylabel("max stable utilization")
+    ax.set_title(f"Spark's stability region, s = {int(d.s.iloc[0])} single-core executors", fontsize=10)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

@@ -85,12 +85,13 @@ class Provenance:
     kind: str | None = None          # "figure" or "table" when written as files
     chapter: str | None = None
     files: tuple = ()
+    chosen: str | None = None        # parameters we chose because the seed text lost the paper's
 
     def to_dict(self) -> dict:
         """The JSON record (numpy values, tuples and NaN made JSON-ready)."""
         return _plain({"name": self.name, "kind": self.kind, "chapter": self.chapter, "function": self.function,
                        "parameters": self.parameters, "seed": self.seed, "simulation": self.simulation,
-                       "files": list(self.files), "library": _library()})
+                       "files": list(self.files), "chosen": self.chosen, "library": _library()})
 
     def _parts(self, code) -> list[str]:
         parts = [f"produced by {code(self.function)}"]
@@ -104,6 +105,8 @@ class Provenance:
             parts.append("simulation " + ", ".join(f"{k} {_value_text(v)}" for k, v in sim.items()))
         else:
             parts.append("no simulation")
+        if self.chosen:
+            parts.append(f"parameters we chose (the seed text lost the paper's): {self.chosen}")
         if self.files:
             parts.append("files " + ", ".join(code(f) for f in self.files) + f" (+ {code(self.name + '.json')})")
         return parts
@@ -121,18 +124,58 @@ class Provenance:
         return self.text()
 
 
+def _book_defaults(chapter: str) -> dict | None:
+    """The default parameters of ``book/<chapter>.md`` (its cell tagged ``parameters``), or None if not found."""
+    import re
+
+    candidates = [Path(f"{chapter}.md"), Path(__file__).resolve().parents[2] / "book" / f"{chapter}.md"]
+    for path in candidates:
+        if path.is_file():
+            text = path.read_text()
+            m = re.search(r"```\{code-cell\}[^\n]*\n:tags: \[parameters\]\n(.*?)```", text, re.S)
+            if m:
+                namespace: dict = {}
+                exec(compile(m.group(1), str(path), "exec"), {}, namespace)   # the chapter's own literals
+                return namespace
+    return None
+
+
+def output_folder(chapter: str, results_dir=None, **parameters) -> str:
+    """Where a chapter writes its figures, tables and claims.
+
+    ``results_dir`` given: there. Otherwise the committed ``../results``
+    when every parameter has the chapter's default value (``book/<chapter>.md``),
+    and ``../_build/results/<chapter>-<hash of the parameters>`` when any
+    differs, so that a papermill rerun with new parameters never writes into
+    the committed results.
+    """
+    if results_dir is not None:
+        return str(results_dir)
+    defaults = _book_defaults(chapter)
+    given = {k: v for k, v in parameters.items() if k != "results_dir"}
+    if defaults is not None and all(k in defaults and defaults[k] == v for k, v in given.items()):
+        return DEFAULT_FOLDER
+    import hashlib
+
+    digest = hashlib.sha1(json.dumps(_plain(given), sort_keys=True).encode()).hexdigest()[:10]
+    folder = f"../_build/results/{chapter}-{digest}"
+    print(f"parameters differ from the chapter's defaults: results go to {folder}, not to the committed results/")
+    return folder
+
+
 def _check_name(name: str) -> None:
     if not name or "/" in name or "\\" in name or name.startswith("."):
         raise ParameterError(f"name must be a plain file stem like 'fig2' (got {name!r})")
 
 
-def source(function: str, parameters: dict, seed=None, simulation: dict | None = None) -> Provenance:
+def source(function: str, parameters: dict, seed=None, simulation: dict | None = None,
+           chosen: str | None = None) -> Provenance:
     """The provenance of a table (or any output) that is not written as a file; shown under it."""
-    return Provenance(function, parameters, seed, simulation)
+    return Provenance(function, parameters, seed, simulation, chosen=chosen)
 
 
 def save_figure(fig, name: str, *, chapter: str, function: str, parameters: dict, seed=None,
-                simulation: dict | None = None, folder=DEFAULT_FOLDER) -> Provenance:
+                simulation: dict | None = None, folder=DEFAULT_FOLDER, chosen: str | None = None) -> Provenance:
     """Write ``<name>.png`` (150 dpi), ``<name>.pdf`` and ``<name>.json`` (provenance) into ``folder``.
 
     Returns the :class:`Provenance`, which the book shows under the figure.
@@ -143,13 +186,13 @@ def save_figure(fig, name: str, *, chapter: str, function: str, parameters: dict
     fig.savefig(out / f"{name}.png", dpi=150, bbox_inches="tight")
     fig.savefig(out / f"{name}.pdf", bbox_inches="tight", metadata={"CreationDate": None, "ModDate": None})
     record = Provenance(function, parameters, seed, simulation, name, "figure", chapter,
-                        (f"{name}.png", f"{name}.pdf"))
+                        (f"{name}.png", f"{name}.pdf"), chosen)
     _write_json(out / f"{name}.json", record.to_dict())
     return record
 
 
 def save_table(table: pd.DataFrame, name: str, *, chapter: str, function: str, parameters: dict, seed=None,
-               simulation: dict | None = None, folder=DEFAULT_FOLDER) -> Provenance:
+               simulation: dict | None = None, folder=DEFAULT_FOLDER, chosen: str | None = None) -> Provenance:
     """Write ``<name>.csv`` (full float precision, no index) and ``<name>.json`` (provenance).
 
     Columns holding lists or tuples (e.g. confidence intervals) are written as
@@ -166,39 +209,65 @@ def save_table(table: pd.DataFrame, name: str, *, chapter: str, function: str, p
         if flat[c].map(lambda v: isinstance(v, list | tuple | dict)).any():
             flat[c] = flat[c].map(lambda v: json.dumps(_plain(v)))
     flat.to_csv(out / f"{name}.csv", index=False, float_format="%.10g", lineterminator="\n")
-    record = Provenance(function, parameters, seed, simulation, name, "table", chapter, (f"{name}.csv",))
+    record = Provenance(function, parameters, seed, simulation, name, "table", chapter, (f"{name}.csv",), chosen)
     _write_json(out / f"{name}.json", record.to_dict())
     return record
 
 
-def record_claims(chapter: str, claims: list[dict], folder=DEFAULT_FOLDER) -> Provenance:
-    """Write a chapter's checked claims to ``claims-<chapter>.json``.
+#: verdicts a claim can get
+VERDICTS = ("agrees", "differs", "partly", "identity", "not measured")
+
+
+def record_claims(chapter: str, claims: list[dict], folder=DEFAULT_FOLDER, chosen: list[dict] | None = None
+                  ) -> Provenance:
+    """Write a chapter's checked claims (and the parameters it chose) to ``claims-<chapter>.json``.
 
     Each claim is a dict with ``result`` (e.g. "Fig. 2"), ``claim`` (the
-    paper's statement), ``reproduced`` (our number or finding, as text),
-    ``agrees`` (bool) and optionally ``note`` (where and why we differ).
+    paper's statement, in its words), ``test`` (what was checked, precisely),
+    ``reproduced`` (our number or finding) and ``verdict``: ``"agrees"`` (the
+    paper's own statement holds), ``"differs"``, ``"partly"`` (holds for some
+    of the settings tested, the note says which), ``"identity"`` (true by
+    construction: reported, not a reproduction) or ``"not measured"``;
+    optionally a ``note``. ``chosen``: ``{"result", "parameters", "why"}``
+    for each result whose parameters the seed text lost.
     Returns the :class:`Provenance` of the claims table (shown under it).
     """
-    need = {"result", "claim", "reproduced", "agrees"}
+    need = {"result", "claim", "test", "reproduced", "verdict"}
     for c in claims:
         if not need <= set(c):
             raise ParameterError(f"claims must each have {sorted(need)} (missing {sorted(need - set(c))})")
+        if c["verdict"] not in VERDICTS:
+            raise ParameterError(f"verdict must be one of {', '.join(VERDICTS)} (got {c['verdict']!r})")
+    for c in chosen or []:
+        if not {"result", "parameters", "why"} <= set(c):
+            raise ParameterError("chosen parameters must each have result, parameters and why")
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"claims-{chapter}.json"
-    _write_json(path, {"chapter": chapter, "claims": [{"note": "", **c} for c in claims]})
+    _write_json(path, {"chapter": chapter, "claims": [{"note": "", **c} for c in claims], "chosen": chosen or []})
     return source("results.record_claims: the checks of this chapter's cells above",
-                  {"chapter": chapter, "claims": len(claims), "agree": sum(bool(c["agrees"]) for c in claims),
+                  {"chapter": chapter, "claims": len(claims),
+                   **{v: sum(c["verdict"] == v for c in claims) for v in VERDICTS if any(c["verdict"] == v
+                                                                                       for c in claims)},
                    "file": path.name})
 
 
 def load_claims(folder=DEFAULT_FOLDER) -> pd.DataFrame:
-    """All recorded claims: ``chapter, result, claim, reproduced, agrees, note``."""
+    """All recorded claims: ``chapter, result, claim, test, reproduced, verdict, note``."""
     rows = []
     for path in sorted(Path(folder).glob("claims-*.json")):
         data = json.loads(path.read_text())
         rows += [{"chapter": data["chapter"], **c} for c in data["claims"]]
-    return pd.DataFrame(rows, columns=["chapter", "result", "claim", "reproduced", "agrees", "note"])
+    return pd.DataFrame(rows, columns=["chapter", "result", "claim", "test", "reproduced", "verdict", "note"])
+
+
+def load_chosen(folder=DEFAULT_FOLDER) -> pd.DataFrame:
+    """Every result whose parameters we chose: ``chapter, result, parameters, why``."""
+    rows = []
+    for path in sorted(Path(folder).glob("claims-*.json")):
+        data = json.loads(path.read_text())
+        rows += [{"chapter": data["chapter"], **c} for c in data.get("chosen", [])]
+    return pd.DataFrame(rows, columns=["chapter", "result", "parameters", "why"])
 
 
 def load_results(folder=DEFAULT_FOLDER) -> pd.DataFrame:
@@ -206,8 +275,8 @@ def load_results(folder=DEFAULT_FOLDER) -> pd.DataFrame:
     rows = [json.loads(p.read_text()) for p in sorted(Path(folder).glob("*.json"))
             if not p.name.startswith("claims-")]
     return pd.DataFrame(rows, columns=["name", "kind", "chapter", "function", "parameters", "seed", "simulation",
-                                       "files", "library"])
+                                       "files", "chosen", "library"])
 
 
-__all__ = ["DEFAULT_FOLDER", "Provenance", "load_claims", "load_results", "record_claims", "save_figure",
-           "save_table", "source"]
+__all__ = ["DEFAULT_FOLDER", "VERDICTS", "Provenance", "load_chosen", "load_claims", "load_results", "output_folder",
+           "record_claims", "save_figure", "save_table", "source"]
