@@ -643,7 +643,9 @@ def replay(run: SparkRun, model: str = "plain", task_cost: float = 0.0, phase: f
         rng = np.random.default_rng(seed)
         inputs["times"] = inputs["times"] + OverheadModel(run.revive, rate).rvs(inputs["times"].size, rng)
     if model == "event" and phase is None:
-        phase = revive_phase(run)
+        # 1-task jobs never wait for a revive tick (a freed executor's own offer carries them), so the
+        # phase does not matter for them, and a k = 1 run may have no blocked launch to estimate it from
+        phase = revive_phase(run) if run.tasks_per_job > 1 else 0.0
     system = run.system("event" if model == "event" else None, sync=sync, arrival_rate=rate)
     out = run_inputs(system, inputs, phase=phase or 0.0)
     table = pd.DataFrame({"tag": inputs["tag"], "arrival": arrivals, "start": out["start"],
