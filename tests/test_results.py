@@ -82,6 +82,17 @@ def test_save_table_writes_csv_and_provenance_that_read_back(tmp_path):
         save_table([1, 2], "tab1", chapter="c", function="f", parameters={}, folder=tmp_path)
 
 
+def test_a_figure_and_a_table_cannot_share_a_name(tmp_path):
+    save_table(pd.DataFrame({"a": [1]}), "same", chapter="c", function="f", parameters={}, folder=tmp_path)
+    with pytest.raises(ParameterError, match="already holds a table's provenance"):
+        save_figure(_figure(), "same", chapter="c", function="f", parameters={}, folder=tmp_path)
+    assert json.loads((tmp_path / "same.json").read_text())["kind"] == "table"
+    assert not (tmp_path / "same.png").exists()
+    save_figure(_figure(), "other", chapter="c", function="f", parameters={}, folder=tmp_path)
+    with pytest.raises(ParameterError, match="already holds a figure's provenance"):
+        save_table(pd.DataFrame({"a": [1]}), "other", chapter="c", function="f", parameters={}, folder=tmp_path)
+
+
 def test_claims_round_trip_and_bad_input(tmp_path):
     shown = record_claims("stability", [{"result": "Table I", "claim": "c", "test": "t", "reproduced": "r",
                                          "verdict": "agrees"}], folder=tmp_path)

@@ -174,6 +174,19 @@ def source(function: str, parameters: dict, seed=None, simulation: dict | None =
     return Provenance(function, parameters, seed, simulation, chosen=chosen)
 
 
+def _check_kind(folder: Path, name: str, kind: str) -> None:
+    """A figure and a table share the provenance file ``<name>.json``: refuse to let one replace the other's."""
+    existing = folder / f"{name}.json"
+    if existing.is_file():
+        try:
+            other = json.loads(existing.read_text()).get("kind")
+        except (OSError, ValueError, AttributeError):
+            other = None
+        if other in ("figure", "table") and other != kind:
+            raise ParameterError(f"name {name!r}: {existing} already holds a {other}'s provenance; "
+                                 f"give the {kind} a different name")
+
+
 def save_figure(fig, name: str, *, chapter: str, function: str, parameters: dict, seed=None,
                 simulation: dict | None = None, folder=DEFAULT_FOLDER, chosen: str | None = None) -> Provenance:
     """Write ``<name>.png`` (150 dpi), ``<name>.pdf`` and ``<name>.json`` (provenance) into ``folder``.
@@ -182,6 +195,7 @@ def save_figure(fig, name: str, *, chapter: str, function: str, parameters: dict
     """
     _check_name(name)
     out = Path(folder)
+    _check_kind(out, name, "figure")
     out.mkdir(parents=True, exist_ok=True)
     fig.savefig(out / f"{name}.png", dpi=150, bbox_inches="tight")
     fig.savefig(out / f"{name}.pdf", bbox_inches="tight", metadata={"CreationDate": None, "ModDate": None})
@@ -203,6 +217,7 @@ def save_table(table: pd.DataFrame, name: str, *, chapter: str, function: str, p
     if not isinstance(table, pd.DataFrame):
         raise ParameterError(f"table must be a pandas DataFrame (got {type(table).__name__})")
     out = Path(folder)
+    _check_kind(out, name, "table")
     out.mkdir(parents=True, exist_ok=True)
     flat = table.copy()
     for c in flat.columns:
