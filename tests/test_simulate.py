@@ -293,18 +293,50 @@ def test_measured_utilization_matches_offered(name):
 # --------------------------------------------------------------------------------------------------
 # statistics of the summary
 
-def test_mean_interval_coverage_on_mms_erlang_c():
+@pytest.fixture(scope="module")
+def mms_trials():
+    """200 independent small runs of an M/M/4 queue at rho = 0.6 (10 replications x 6,000 jobs, fixed seed)."""
+    s, lam = 4, 2.4
+    results = simulate_many([S(servers=s, tasks=1, arrival_rate=lam)] * 200, jobs=6_000, replications=10, seed=12)
+    return s, lam, results
+
+
+def test_mean_interval_coverage_on_mms_erlang_c(mms_trials):
     """The 95 % interval method (MSER-5 warm-up, t over 10 replications) covers the exact Erlang-C mean
     waiting time in 95 % of many small independent runs, within a binomial tolerance (fixed seeds)."""
     from barrier_queues.statistics import binomial_tolerance
 
-    s, lam = 4, 2.4
+    s, lam, results = mms_trials
     exact = _erlang_c_wait(s, lam, 1.0)
-    trials = 200
-    results = simulate_many([S(servers=s, tasks=1, arrival_rate=lam)] * trials, jobs=5_000, replications=10, seed=12)
     hits = sum(lo <= exact <= hi for lo, hi in (r.summary()["ci"]["waiting"] for r in results))
-    low, high = binomial_tolerance(trials, 0.95, 0.999)
-    assert low <= hits <= high, f"{hits} of {trials} intervals cover the exact mean (tolerance {low}-{high})"
+    low, high = binomial_tolerance(len(results), 0.95, 0.999)
+    assert low <= hits <= high, f"{hits} of {len(results)} intervals cover the exact mean (tolerance {low}-{high})"
+
+
+@pytest.mark.parametrize("q", ["0.9", "0.99"])
+def test_quantile_interval_coverage_on_mms_erlang_c(mms_trials, q):
+    """The quantile's sectioning interval (pooled quantile +- t x spread of the replications' quantiles)
+    covers the exact M/M/s waiting-time quantile, P(W > t) = C exp(-(s mu - lambda) t), at its level."""
+    from barrier_queues.statistics import binomial_tolerance
+
+    s, lam, results = mms_trials
+    c = _erlang_c_wait(s, lam, 1.0) * (s - lam)            # Erlang C probability of waiting
+    exact = math.log(c / (1 - float(q))) / (s - lam)
+    hits = 0
+    for r in results:
+        summary = r.summary()
+        lo, hi = summary["quantile_ci"]["waiting"][q]
+        assert lo <= summary["quantiles"]["waiting"][q] <= hi       # the interval holds the reported quantile
+        hits += lo <= exact <= hi
+    low, high = binomial_tolerance(len(results), 0.95, 0.999)
+    assert low <= hits <= high, f"{hits} of {len(results)} intervals cover the exact {q} quantile ({low}-{high})"
+
+
+def test_quantile_interval_needs_jobs_beyond_the_quantile(mms_trials):
+    # 6,000 jobs per replication leave about 6 beyond the 0.999 quantile: no interval (it would cover ~78 %)
+    summary = mms_trials[2][0].summary()
+    assert all(math.isnan(x) for x in summary["quantile_ci"]["waiting"]["0.999"])
+    assert all(math.isfinite(x) for x in summary["quantile_ci"]["waiting"]["0.99"])
 
 
 def test_batch_means_interval_coverage_on_mg1():

@@ -11,6 +11,7 @@ from barrier_queues.statistics import (
     drift,
     lag1_test,
     mser_truncation,
+    sectioning_interval,
     t_interval,
 )
 
@@ -19,6 +20,13 @@ def test_t_interval_by_hand_and_undefined_below_two_values():
     lo, hi = t_interval([1.0, 2.0, 3.0], 0.95)
     assert (lo + hi) / 2 == pytest.approx(2.0) and (hi - lo) / 2 == pytest.approx(4.302652729911275 / np.sqrt(3))
     assert all(np.isnan(t_interval([1.0])))
+
+
+def test_sectioning_interval_is_centred_on_the_estimate_with_the_sections_spread():
+    lo, hi = sectioning_interval(10.0, [1.0, 2.0, 3.0], 0.95)
+    assert (lo + hi) / 2 == pytest.approx(10.0) and (hi - lo) / 2 == pytest.approx(4.302652729911275 / np.sqrt(3))
+    assert all(np.isnan(sectioning_interval(1.0, [1.0])))
+    assert all(np.isnan(sectioning_interval(float("nan"), [1.0, 2.0])))
 
 
 def test_mser_finds_a_planted_transient():

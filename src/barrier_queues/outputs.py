@@ -95,7 +95,8 @@ def strict_json(obj, **dumps) -> str:
             value = value.item()
         if isinstance(value, float) and not math.isfinite(value):
             nulls[path] = NULL_REASONS.get(key, "an interval or statistic that needs more data (e.g. 2 or more "
-                                                "replications)" if "ci" in path else
+                                                "replications; for a quantile, 50 or more jobs beyond it in each)"
+                                           if "ci" in path else
                                            f"not a finite number ({value!r})")
             return None
         if isinstance(value, str | int | float | bool) or value is None:

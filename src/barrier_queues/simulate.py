@@ -43,6 +43,7 @@ from ._validation import ParameterError, check_choice, check_int, check_probabil
 from .statistics import (
     ALPHA,
     METRICS,
+    MIN_TAIL_JOBS,
     QUANTILES,
     ReplicationStats,
     RunAccumulator,
@@ -52,6 +53,7 @@ from .statistics import (
     drift,
     finish_replications,
     merge_histograms,
+    sectioning_interval,
     t_interval,
 )
 from .system import BarrierSystem, as_system
@@ -903,8 +905,12 @@ class SimulationResult:
         Means: t intervals over replications (two or more), else over 20
         batch means of the one replication (with the lag-1 autocorrelation
         of the batch means and a test of their independence). Quantiles: from
-        the pooled histograms (within 0.2 % relative); their intervals are t
-        intervals over the replications' quantiles (two or more replications).
+        the pooled histograms (within 0.2 % relative); their intervals are
+        sectioning intervals (:func:`~barrier_queues.statistics.sectioning_interval`:
+        centred on the pooled quantile, spread from the replications'
+        quantiles; two or more replications, each with at least
+        ``MIN_TAIL_JOBS`` = 50 measured jobs beyond the quantile, else NaN:
+        fewer undercover).
         """
         level = check_probability("level", level, open_low=True, open_high=True)
         if level in self._summary_cache:
@@ -921,6 +927,9 @@ class SimulationResult:
                "useful_utilization": self.utilization("useful"),
                "mean_completed_tasks": sum(s.sums["completed"] for s in stats) / jobs if jobs else float("nan"),
                "ci": {"level": level}, "quantiles": {}, "quantile_ci": {},
+               "quantile_ci_rule": f"sectioning: pooled quantile +- t x spread of the replications' quantiles; "
+                                   f"null unless 2 or more replications each have {MIN_TAIL_JOBS} or more "
+                                   f"measured jobs beyond the quantile",
                "quantile_accuracy": f"within {ALPHA:.1%} relative (logarithmic histograms); values below "
                                     f"1e-6 of the mean task time count as 0"}
         if system.placement == "sample":
@@ -935,9 +944,10 @@ class SimulationResult:
                 out["ci"][f"{name}_batches"] = {k: bm[k] for k in ("batches", "lag1", "pvalue", "independent")}
             pooled = merge_histograms([s.histograms[name] for s in stats])
             out["quantiles"][name] = {str(q): pooled.quantile(q) for q in QUANTILES}
-            out["quantile_ci"][name] = {str(q): (t_interval([s.quantile(name, q) for s in stats], level)
-                                                 if len(stats) >= 2 else [float("nan"), float("nan")])
-                                        for q in QUANTILES}
+            out["quantile_ci"][name] = {str(q): sectioning_interval(out["quantiles"][name][str(q)],
+                                                                    [s.quantile(name, q) for s in stats], level)
+                                        if min(s.jobs for s in stats) * (1 - q) >= MIN_TAIL_JOBS
+                                        else [float("nan"), float("nan")] for q in QUANTILES}
         out["ci"]["method"] = ("t interval over replications" if len(stats) >= 2 else
                                "t interval over 20 batch means of one replication")
         limit = known_limit(system) if system.arrival_rate is not None else None

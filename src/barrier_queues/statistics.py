@@ -2,6 +2,10 @@
 
 * :func:`t_interval`: Student-t interval of a mean from independent values
   (replications, or batch means).
+* :func:`sectioning_interval`: Student-t interval around an estimate from all
+  the data, with its spread from the same estimator on independent sections
+  (Asmussen & Glynn 2007, Sect. III.5a): used for quantiles, which are not
+  means of the replications' quantiles.
 * :func:`batch_means_interval`: the same over the means of consecutive
   batches of one correlated series, with the lag-1 autocorrelation of the
   batch means and a test of their independence (:func:`lag1_test`).
@@ -44,6 +48,10 @@ QUANTILES = (0.5, 0.9, 0.99, 0.999)
 ALPHA = 0.002
 #: at most this many blocks are kept per replication (MSER batch size grows with the run)
 MAX_BLOCKS = 20_000
+#: a quantile's interval is given only where every replication has at least this many measured jobs
+#: beyond it (fewer undercover: on M/M/4 at rho 0.6, 95 % sectioning intervals of the 0.999 waiting
+#: quantile covered 78 % at 5 jobs beyond, 91.5 % at 20 and 94.5 % at 50, 200 trials each)
+MIN_TAIL_JOBS = 50
 #: histogram segments per replication (the warm-up is rounded up to a segment boundary)
 SEGMENTS = 100
 
@@ -61,6 +69,24 @@ def t_interval(values, level: float = 0.95) -> list[float]:
         return [float("nan"), float("nan")]
     half = _t_ppf(level, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
     return [float(x.mean() - half), float(x.mean() + half)]
+
+
+def sectioning_interval(estimate: float, sections, level: float = 0.95) -> list[float]:
+    """``[low, high]`` sectioning interval: ``estimate`` (from all the data) +- t * sd(sections) / sqrt(n).
+
+    ``sections`` are the same estimator on n >= 2 independent parts of the
+    data (replications). For a nonlinear estimator such as a quantile, the
+    mean of the section estimates carries the bias of the small sample and
+    can sit far from the estimate of all the data (e.g. in a queue near its
+    limit); centring on ``estimate`` keeps the interval around the number
+    reported (Asmussen & Glynn, *Stochastic Simulation*, 2007, Sect. III.5a).
+    NaN below 2 sections or with a non-finite value.
+    """
+    x = np.asarray(sections, dtype=float)
+    if x.size < 2 or not np.all(np.isfinite(x)) or not math.isfinite(estimate):
+        return [float("nan"), float("nan")]
+    half = _t_ppf(level, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
+    return [float(estimate - half), float(estimate + half)]
 
 
 def batch_means(x, batches: int) -> np.ndarray:
