@@ -167,15 +167,27 @@ def kernel_work(jobs: int) -> None:
               f"{kernel / ref:,.0f}x |", flush=True)
     system = systems[0][1]
     reps = 2 * (os.cpu_count() or 1)
-    print(f"\n| replications of {jobs // 4:,} jobs (1-barrier s=16 k=4) | processes | seconds | jobs/s | speed-up |")
-    print("|---|---:|---:|---:|---:|")
+    print(f"\n| replications of {jobs // 4:,} jobs (1-barrier s=16 k=4) | processes | seconds | jobs/s | speed-up "
+          "| cores busy (CPU s / s) |")
+    print("|---|---:|---:|---:|---:|---:|")
     base = None
     for workers in sorted({1, os.cpu_count() or 1}):
+        cpu0 = _cpu_seconds()
         t0 = time.perf_counter()
         simulate(system, jobs=jobs // 4, replications=reps, seed=1, workers=workers, progress=False)
         sec = time.perf_counter() - t0
+        busy = (_cpu_seconds() - cpu0) / sec
         base = base or sec
-        print(f"| {reps} | {workers} | {sec:.2f} | {reps * (jobs // 4) / sec:,.0f} | {base / sec:.2f} |", flush=True)
+        print(f"| {reps} | {workers} | {sec:.2f} | {reps * (jobs // 4) / sec:,.0f} | {base / sec:.2f} | {busy:.2f} |",
+              flush=True)
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU time of this process and its reaped children (the pool's workers)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def sweep_speed(jobs: int) -> None:
