@@ -341,7 +341,9 @@ def fig78_spark(table: pd.DataFrame, quantile: float, bounds: pd.DataFrame | Non
     (sources ``Spark``, ``plain``, ``paper overhead``, ``event overhead``,
     each with 95 % intervals; one line style per ``utilization``);
     ``bounds`` (optional) has ``utilization, k/s, sojourn_bound,
-    waiting_bound`` for the quantile panels.
+    waiting_bound`` for the quantile panels. Simulated systems without a
+    steady state (``stable`` False) get an upward mark at the top of the
+    panel instead of numbers that only grow with the run.
     """
     fig, axes = plt.subplots(2, 2, figsize=(12, 8.5), sharex=True)
     palette = sns.color_palette()
@@ -353,12 +355,16 @@ def fig78_spark(table: pd.DataFrame, quantile: float, bounds: pd.DataFrame | Non
         for col, quantity in enumerate(("sojourn", "waiting")):
             ax = axes[row, col]
             name = f"{prefix}{quantity}{suffix}"
+            unstable = []
             for u in utils:
                 for source, color, marker, dx in sources:
                     d = table[(table.source == source) & (table.utilization == u)].sort_values("k/s")
                     label = ("real Spark" if source == "Spark" else f"simulation, {source}") if u == utils[-1] else None
-                    _overlay(ax, d["k/s"] + dx, d[name], d[f"{name}_ci"], color, label, marker)
-                    ax.plot(d["k/s"] + dx, d[name], styles[u], color=color, lw=0.9, alpha=0.6)
+                    lost = ~d.stable.astype(bool) if "stable" in d else np.zeros(len(d), dtype=bool)
+                    d_ok = d[~lost]
+                    _overlay(ax, d_ok["k/s"] + dx, d_ok[name], d_ok[f"{name}_ci"], color, label, marker)
+                    ax.plot(d_ok["k/s"] + dx, d_ok[name], styles[u], color=color, lw=0.9, alpha=0.6)
+                    unstable.extend((x, color, marker) for x in d[lost]["k/s"] + dx)
                 if bounds is not None and row == 0:
                     b = bounds[bounds.utilization == u] if "utilization" in bounds else bounds
                     ax.plot(b["k/s"], b[f"{quantity}_bound"], styles[u], color="grey", lw=1.5,
@@ -367,6 +373,11 @@ def fig78_spark(table: pd.DataFrame, quantile: float, bounds: pd.DataFrame | Non
                 for u in utils:
                     ax.plot([], [], styles[u], color="black", lw=0.9, label=f"rho = {u:g}" if row + col == 0 else None)
             _log_y(ax)
+            for i, (x, color, marker) in enumerate(unstable):      # no steady state: a mark at the top
+                ax.plot([x], [0.97], marker, color=color, ms=7, transform=ax.get_xaxis_transform(), clip_on=False,
+                        label="simulation unstable (no steady state)" if i == 0 and row + col == 0 else None)
+                ax.annotate("", (x, 1.0), (x, 0.93), xycoords=ax.get_xaxis_transform(),
+                            arrowprops={"arrowstyle": "->", "color": color, "lw": 1})
             what = f"{quantile:g} quantile" if kind == "quantile" else "mean"
             ax.set_title(f"{quantity} time, {what}", fontsize=10)
             if row == 1:

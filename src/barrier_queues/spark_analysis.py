@@ -517,7 +517,10 @@ def compare_with_simulation(runs: list[SparkRun], jobs: int = 200_000, replicati
 
     Columns: ``run, servers, tasks, k/s, utilization, source`` (``Spark`` or a
     simulation name), ``mean_waiting, mean_sojourn, waiting_q, sojourn_q`` and
-    their 95 % intervals (``*_ci``).
+    their 95 % intervals (``*_ci``), and ``stable``: False where the simulated
+    system has no steady state (beyond its stability limit, or drifting), so
+    that its means and quantiles grow with the run and describe nothing; a
+    finished Spark run counts as stable.
     """
     from .simulate import QUANTILES, simulate_many
 
@@ -536,7 +539,7 @@ def compare_with_simulation(runs: list[SparkRun], jobs: int = 200_000, replicati
         rows.append({"source": "Spark", **{m: s[m] for m in (
             "mean_waiting", "mean_waiting_ci", "mean_sojourn", "mean_sojourn_ci")},
             "waiting_q": s["waiting_q"], "waiting_q_ci": s["waiting_q_ci"],
-            "sojourn_q": s["sojourn_q"], "sojourn_q_ci": s["sojourn_q_ci"], "_run": run})
+            "sojourn_q": s["sojourn_q"], "sojourn_q_ci": s["sojourn_q_ci"], "stable": True, "_run": run})
     for (run, name), res in zip(labels, results, strict=True):
         sm = res.summary()
         rows.append({"source": name, "mean_waiting": sm["mean_waiting"], "mean_waiting_ci": sm["ci"]["waiting"],
@@ -544,7 +547,7 @@ def compare_with_simulation(runs: list[SparkRun], jobs: int = 200_000, replicati
                      "waiting_q": sm["quantiles"]["waiting"][key],
                      "waiting_q_ci": sm["quantile_ci"]["waiting"][key],
                      "sojourn_q": sm["quantiles"]["sojourn"][key],
-                     "sojourn_q_ci": sm["quantile_ci"]["sojourn"][key], "_run": run})
+                     "sojourn_q_ci": sm["quantile_ci"]["sojourn"][key], "stable": sm["stable"], "_run": run})
     table = pd.DataFrame(rows)
     table.insert(0, "run", [r.name for r in table["_run"]])
     table.insert(1, "servers", [r.executors for r in table["_run"]])
