@@ -119,3 +119,25 @@ def test_claims_round_trip_and_bad_input(tmp_path):
         save_figure(_figure(), "../x", chapter="c", function="f", parameters={}, folder=tmp_path)
     with pytest.raises(ParameterError, match="name must be a plain file stem"):
         save_table(pd.DataFrame({"a": [1]}), "a\\b", chapter="c", function="f", parameters={}, folder=tmp_path)
+
+
+def test_spark_figure_marks_unstable_simulations_instead_of_plotting_their_numbers():
+    from barrier_queues import figures
+
+    rows = []
+    for k in (1, 2, 4):
+        for source in ("Spark", "plain", "paper overhead", "event overhead"):
+            unstable = source == "paper overhead" and k == 4
+            v = 1e6 if unstable else 1.0 + k
+            rows.append({"k/s": k / 4, "utilization": 0.5, "source": source, "stable": not unstable,
+                         **{c: v for c in ("sojourn_q", "waiting_q", "mean_sojourn", "mean_waiting")},
+                         **{f"{c}_ci": (v * 0.9, v * 1.1) for c in ("sojourn_q", "waiting_q", "mean_sojourn",
+                                                                     "mean_waiting")}})
+    fig = figures.fig78_spark(pd.DataFrame(rows), 0.99)
+    for ax in fig.axes:
+        drawn = np.concatenate([np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines()])
+        assert 1e6 not in drawn                                  # the unstable number is not drawn
+        marks = [line for line in ax.get_lines() if list(line.get_ydata()) == [0.97]]
+        assert len(marks) == 1 and marks[0].get_xdata()[0] == pytest.approx(1.0 + 0.012)
+    assert "simulation unstable (no steady state)" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    plt.close(fig)
