@@ -129,7 +129,7 @@ def test_spark_figure_marks_unstable_simulations_instead_of_plotting_their_numbe
         for src_name in ("Spark", "plain", "paper overhead", "event overhead"):
             unstable = src_name == "paper overhead" and k == 4
             v = 1e6 if unstable else 1.0 + k
-            rows.append({"k/s": k / 4, "utilization": 0.5, "src_name": src_name, "stable": not unstable,
+            rows.append({"k/s": k / 4, "utilization": 0.5, "source": src_name, "stable": not unstable,
                          **{c: v for c in ("sojourn_q", "waiting_q", "mean_sojourn", "mean_waiting")},
                          **{f"{c}_ci": (v * 0.9, v * 1.1) for c in ("sojourn_q", "waiting_q", "mean_sojourn",
                                                                      "mean_waiting")}})
