@@ -240,7 +240,6 @@ def run_chunk(arrivals, tasks, barrier, times, offsets, phases, policy, straggle
     for j in range(tasks.size):
         if tasks[j] > kmax:
             kmax = tasks[j]
-    tmp_key = np.empty(kmax)
     tmp_id = np.empty(kmax, dtype=np.int64)
     run = np.empty(kmax)
     scratch = np.empty(kmax)
@@ -258,14 +257,14 @@ def run_chunk(arrivals, tasks, barrier, times, offsets, phases, policy, straggle
         work = 0.0
         if barrier[j]:
             n = s
-            for i in range(k):            # the k earliest-free workers
-                tmp_key[i] = heap_key[0]
+            for i in range(k - 1):        # the k - 1 earliest-free workers leave the heap ...
                 tmp_id[i] = heap_id[0]
                 n -= 1
                 heap_key[0] = heap_key[n]
                 heap_id[0] = heap_id[n]
                 _sift_down(heap_key, heap_id, n, 0)
-            tau = tmp_key[k - 1]
+            tau = heap_key[0]             # ... the k-th stays at the root: its new free time replaces it below
+            tmp_id[k - 1] = heap_id[0]
             t = ready
             if tau > ready:
                 t = tau
@@ -278,12 +277,18 @@ def run_chunk(arrivals, tasks, barrier, times, offsets, phases, policy, straggle
             for i in range(k):
                 work += run[i]
                 free = t + (d if two_barrier else run[i])
-                heap_key[n] = free
-                heap_id[n] = tmp_id[i]
-                _sift_up(heap_key, heap_id, n)
-                n += 1
+                if i == 0:                # new free times are >= tau: replace the root and sift it down
+                    heap_key[0] = free
+                    heap_id[0] = tmp_id[k - 1]
+                    _sift_down(heap_key, heap_id, n, 0)
+                else:
+                    heap_key[n] = free
+                    heap_id[n] = tmp_id[i - 1]
+                    _sift_up(heap_key, heap_id, n)
+                    n += 1
+                worker = tmp_id[k - 1] if i == 0 else tmp_id[i - 1]
                 if do_trace:
-                    trace_worker[o + i] = tmp_id[i]
+                    trace_worker[o + i] = worker
                     trace_start[o + i] = t
                     trace_end[o + i] = t + run[i]
             start = t
