@@ -7,7 +7,8 @@ JB_FLAGS ?= --warningiserror --keep-going
 
 .PHONY: install book book-full test lint notebooks bench browser clean
 
-$(STAMP): pyproject.toml
+# setup.py and the kernels' source too: an edit of the Cython kernels rebuilds them
+$(STAMP): pyproject.toml setup.py src/barrier_queues/_kernels.pyx
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[book,test,spark]"

@@ -104,3 +104,23 @@ def test_kendall_trend_equals_scipy():
         ref = stats.kendalltau(np.arange(y.size), y)
         assert tau == pytest.approx(ref.statistic, abs=1e-12)
         assert p == pytest.approx(ref.pvalue, rel=0.3, abs=0.01)     # normal approximation vs exact
+
+
+def test_t_quantile_closed_form_equals_scipy():
+    from barrier_queues import ParameterError
+
+    """The closed-form t quantile (A&S 26.7.3-4 inverted by Brent) against scipy's stdtrit, and its CDF at it."""
+    from scipy import special
+
+    from barrier_queues.statistics import T_CLOSED_FORM_MAX_DOF, t_central, t_quantile
+
+    for dof in [*range(1, 60), 99, 150, 199, T_CLOSED_FORM_MAX_DOF, T_CLOSED_FORM_MAX_DOF + 1, 20_000]:
+        for level in (0.5, 0.8, 0.9, 0.95, 0.99, 0.999, 0.9999):
+            exact = float(special.stdtrit(dof, 0.5 + level / 2))
+            assert t_quantile(level, dof) == pytest.approx(exact, rel=1e-12), (dof, level)
+            if dof <= T_CLOSED_FORM_MAX_DOF:
+                assert t_central(exact, dof) == pytest.approx(level, rel=1e-13), (dof, level)
+    with pytest.raises(ParameterError, match="level must be in"):
+        t_quantile(1.0, 3)
+    with pytest.raises(ParameterError, match="dof must be an integer"):
+        t_quantile(0.95, 0)

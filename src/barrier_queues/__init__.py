@@ -7,7 +7,7 @@ of the paper they model (``system``, ``stability``, ``ctmc``, ``order_stats``,
 ``simulate``, ``bounds``, ``release``, ``phases``, ...).
 
 Names are imported on first use (PEP 562), so that ``import barrier_queues``
-and quick command-line answers do not pay for scipy, pandas or numba.
+and quick command-line answers do not pay for scipy or pandas.
 """
 
 from importlib import import_module

@@ -19,7 +19,6 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import optimize, stats
 
 from ._validation import ParameterError, check_positive
 
@@ -86,6 +85,9 @@ def _samples(samples) -> np.ndarray:
 
 def ks_test(samples, model: OverheadModel) -> dict:
     """Kolmogorov-Smirnov test of the samples against the model: statistic and p-value."""
+    # scipy here, not at the top: simulations draw overheads without importing it
+    from scipy import stats
+
     x = _samples(samples)
     res = stats.kstest(x, model.cdf)
     return {"ks_statistic": float(res.statistic), "ks_pvalue": float(res.pvalue), "n": int(x.size),
@@ -102,6 +104,8 @@ def fit_overhead(samples, start: OverheadModel | None = None) -> OverheadModel:
     ``max(samples)``), keeping the best; with ``start`` (e.g. the model
     the samples were drawn from, in a bootstrap) one search from there.
     """
+    from scipy import optimize
+
     x = _samples(samples)
     top = float(x.max())
     if top <= 0:
@@ -136,6 +140,8 @@ def ks_test_fitted(samples, bootstrap: int = 200, seed=0) -> dict:
     model, refitted and tested, and ``p = (1 + #{D_b >= D}) / (bootstrap + 1)``.
     ``bootstrap = 0`` returns the plain p-value and says so.
     """
+    from scipy import stats
+
     x = _samples(samples)
     fit = fit_overhead(x)
     res = stats.kstest(x, fit.cdf)

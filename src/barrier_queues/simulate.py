@@ -84,9 +84,12 @@ _POLICY = {"fixed": 0, "knee": 1, "timeout": 2}        # _kernels_module().FIXED
 
 
 def _kernels_module():
-    """The compiled kernels, imported on first use (numba is slow to import; quick answers do not need it)."""
-    from . import _kernels
-
+    """The compiled kernels (Cython, built at install time), imported on first use."""
+    try:
+        from . import _kernels
+    except ImportError as exc:      # a source tree that was never built
+        raise ParameterError("the compiled simulation kernels are not built: install the package "
+                             "(make install, or pip install -e . with a C compiler)") from exc
     return _kernels
 
 
@@ -560,7 +563,7 @@ _COMPILED: set = set()
 
 
 def ensure_compiled(placement: str = "central") -> None:
-    """Compile (or load from numba's cache) a placement's kernel once, before any fork or timing."""
+    """Run a placement's kernel once on a tiny system before any fork or timing (a missing build fails here)."""
     if placement in _COMPILED:
         return
     _COMPILED.add(placement)          # run_replication below must not come back here

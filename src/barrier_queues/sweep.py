@@ -19,8 +19,9 @@ quantiles, ``stable``).
   refreshed as points finish and written in full at the end.
 * **Backends.** ``"local"``: a fork-based process pool (progress bar on a
   terminal). ``"spark"``: the points become Spark tasks (``local[N]``,
-  ``local-cluster[...]`` or ``spark://``); numba compiles (or loads its
-  cache) once per Python worker, which Spark reuses; Spark shows its own
+  ``local-cluster[...]`` or ``spark://``); each Python worker, which Spark
+  reuses across tasks, loads the compiled kernels once (an extension module
+  built at install time: no compilation at run time); Spark shows its own
   progress. On a real cluster every executor needs this package installed,
   and the output folder should be on a shared file system so that tasks can
   write their points (otherwise the driver writes them when the job ends).
