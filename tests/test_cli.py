@@ -371,3 +371,18 @@ def test_fuzz_simulate_ends_in_exit_0_or_2_with_strict_json(argv):
 @given(argv=other_argv())
 def test_fuzz_other_commands_end_in_exit_0_or_2_with_strict_json(argv):
     _check_outcome(argv)
+
+
+@pytest.mark.parametrize("extra", [[], ["--overhead", "paper"], ["-b", "2", "--replications", "3"]])
+def test_simulate_imports_neither_scipy_nor_pandas(extra):
+    """A simulation's whole answer comes from numpy and the compiled kernels: the imports that cost a quick
+    command most of its time (scipy alone about 0.14 s, pandas 0.3 s) stay out (counts modules, not seconds)."""
+    code = ("import sys; from barrier_queues.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            "heavy = sorted(m for m in ('scipy', 'pandas', 'numba', 'matplotlib') if m in sys.modules)\n"
+            "print('HEAVY', heavy)")
+    out = subprocess.run([sys.executable, "-c", code, "simulate", "-s", "16", "-k", "4", "--arrival-rate", "1.6",
+                          "--jobs", "20000", "--seed", "1", "--json", *extra], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "HEAVY []"

@@ -631,3 +631,15 @@ def test_event_overhead_only_delays_jobs_of_more_than_one_task():
                                    phase=0.3)
         assert (plain["start"] == event["start"]) is same
         assert all(e >= p for e, p in zip(event["start"], plain["start"], strict=True))
+
+
+def test_a_missing_kernel_build_is_one_clear_error(monkeypatch):
+    """A source tree whose compiled kernels were never built says how to build them (no bare ImportError)."""
+    import sys
+
+    from barrier_queues import ParameterError
+    from barrier_queues.simulate import _kernels_module
+
+    monkeypatch.setitem(sys.modules, "barrier_queues._kernels", None)     # import of it raises ImportError
+    with pytest.raises(ParameterError, match="compiled simulation kernels are not built: install the package"):
+        _kernels_module()

@@ -70,11 +70,6 @@ from libc.math cimport INFINITY, ceil, fabs, floor
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc, qsort
 
-FIXED, KNEE, TIMEOUT = 0, 1, 2
-#: jobs of at most this many tasks are sorted by insertion (same order, hence the same sums, as a full sort)
-INSERTION_MAX = 32
-IDLE, BUSY, HOLDING = 0, 1, 2
-
 cdef enum:
     C_FIXED = 0
     C_KNEE = 1
@@ -83,6 +78,12 @@ cdef enum:
     C_IDLE = 0
     C_BUSY = 1
     C_HOLDING = 2
+
+# the same values for Python callers
+FIXED, KNEE, TIMEOUT = C_FIXED, C_KNEE, C_TIMEOUT
+#: jobs of at most this many tasks are sorted by insertion (same order, hence the same sums, as a full sort)
+INSERTION_MAX = C_INSERTION_MAX
+IDLE, BUSY, HOLDING = C_IDLE, C_BUSY, C_HOLDING
 
 
 # --------------------------------------------------------------------------------------------------
@@ -452,20 +453,23 @@ def run_chunk(const double[::1] arrivals, const int64_t[::1] tasks, const unsign
 # ---------------------------------------------------------------------------------------------
 # batch sampling with late binding
 
-# istate slots
-I_NEXT_JOB, I_FIRST_PENDING, I_TASK_TAIL, I_HEAP_N, I_CHUNK_POS, I_STATUS = 0, 1, 2, 3, 4, 5
-STATUS_DONE, STATUS_NEED_INPUT, STATUS_QUEUE_FULL = 0, 1, 2
-
 cdef enum:
+    # istate slots
     C_I_NEXT_JOB = 0
     C_I_FIRST_PENDING = 1
     C_I_TASK_TAIL = 2
     C_I_HEAP_N = 3
     C_I_CHUNK_POS = 4
     C_I_STATUS = 5
+    # what a call of run_sampling ended with
     C_STATUS_DONE = 0
     C_STATUS_NEED_INPUT = 1
     C_STATUS_QUEUE_FULL = 2
+
+# the same values for Python callers
+I_NEXT_JOB, I_FIRST_PENDING, I_TASK_TAIL = C_I_NEXT_JOB, C_I_FIRST_PENDING, C_I_TASK_TAIL
+I_HEAP_N, I_CHUNK_POS, I_STATUS = C_I_HEAP_N, C_I_CHUNK_POS, C_I_STATUS
+STATUS_DONE, STATUS_NEED_INPUT, STATUS_QUEUE_FULL = C_STATUS_DONE, C_STATUS_NEED_INPUT, C_STATUS_QUEUE_FULL
 
 
 cdef inline bint _ev_less(double t1, int64_t w1, double t2, int64_t w2) noexcept nogil:
