@@ -386,3 +386,13 @@ def test_simulate_imports_neither_scipy_nor_pandas(extra):
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "HEAVY []"
+
+
+@pytest.mark.parametrize("overhead", ["paper", "event"])
+def test_simulate_at_a_load_with_spark_overhead(overhead):
+    """--utilization works with Spark's overhead models (it used to be refused for want of an arrival rate)."""
+    out = run("simulate", "-s", "16", "-k", "4", "--overhead", overhead, "--utilization", "0.5", "--jobs", "20000",
+              "--seed", "3", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["offered_utilization"] == pytest.approx(0.5, rel=1e-12) and data["config"]["overhead"] == overhead

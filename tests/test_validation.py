@@ -91,3 +91,23 @@ def test_empirical_file_with_text_is_rejected(tmp_path):
     f.write_text("1.0\nabc\n")
     with pytest.raises(ParameterError, match=re.escape("must hold numbers only")):
         bq.parse_task_distribution(f"empirical:file={f}")
+
+
+@pytest.mark.parametrize("overhead", ["paper", "event"])
+def test_a_load_with_spark_overhead_sets_the_arrival_rate(overhead):
+    """Spark's overhead models need an arrival rate to be described; a load alone is enough to build one,
+    and the rate found offers that load (paper's model: lambda (k/mu + k E[min(U(0,R), Exp(lambda))]) / s)."""
+    from scipy import optimize
+
+    from barrier_queues.overhead import OverheadModel
+
+    system = bq.system_at_utilization({"servers": 16, "tasks": 4, "overhead": overhead}, 0.5)
+    assert system.overhead == overhead and bq.offered_utilization(system) == pytest.approx(0.5, rel=1e-12)
+    if overhead == "paper":      # an independent root of the same equation
+        lam = optimize.brentq(lambda x: x * 4 * (1 + OverheadModel(1.0, x).mean()) / 16 - 0.5, 1e-3, 1e3,
+                              xtol=1e-15, rtol=1e-14)
+        assert system.arrival_rate == pytest.approx(lam, rel=1e-11)
+    else:                        # the event model adds no work: lambda = rho s / (k / mu)
+        assert system.arrival_rate == pytest.approx(2.0, rel=1e-14)
+    with pytest.raises(ParameterError, match="at most one of arrival_rate and utilization"):
+        bq.system_at_utilization({"servers": 16, "tasks": 4, "arrival_rate": 1.0}, 0.5)

@@ -30,7 +30,7 @@ _EXPORTS = {
                  "saturated_throughput", "simulate_many", "trace"],
     "stability": ["StabilityLimit", "known_limit", "one_barrier_lambda_max", "stability_curve", "stability_limit",
                   "table_one", "two_barrier_lambda_max"],
-    "load": ["arrival_rate_for", "at_utilization", "mean_work", "offered_utilization"],
+    "load": ["arrival_rate_for", "at_utilization", "mean_work", "offered_utilization", "system_at_utilization"],
     "release": ["release_law"],
     "phases": ["phase_law", "plan_phases"],
 }

@@ -202,9 +202,9 @@ def _system(args, names=None, need_rate: bool = True):
     if "tasks" not in kw and "tasks_pmf" not in kw:
         raise ParameterError("give --tasks K (1 <= K <= servers) or --tasks-pmf 'k:p,...' (got neither)")
     if utilization is not None:
-        from .load import at_utilization
+        from .load import system_at_utilization
 
-        return at_utilization(BarrierSystem(**kw), utilization)
+        return system_at_utilization(kw, utilization)
     if need_rate and "arrival_rate" not in kw:
         raise ParameterError("--arrival-rate must be given (a number > 0), or --utilization")
     return BarrierSystem(**kw)

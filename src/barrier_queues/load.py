@@ -98,7 +98,7 @@ def arrival_rate_for(system: BarrierSystem, utilization: float) -> float:
     system = as_system(system)
     rho = check_positive("utilization", utilization)
     if system.overhead == "paper":
-        from scipy import optimize
+        from ._solvers import brent_root
 
         if mean_work(system, 1.0) is None:
             raise ParameterError("overhead 'paper' with stragglers has no known mean work: give arrival_rate")
@@ -109,7 +109,7 @@ def arrival_rate_for(system: BarrierSystem, utilization: float) -> float:
 
         # rho(lambda) increases from 0 to infinity (the overhead's mean is bounded by R)
         lo, hi = -30.0, 30.0
-        return math.exp(optimize.brentq(gap, lo, hi, xtol=1e-14, rtol=1e-13))
+        return math.exp(brent_root(gap, lo, hi, xtol=1e-14, rtol=1e-13))
     w = mean_work(system)
     if w is None:
         raise ParameterError(f"the mean work per job of this system is not known: give arrival_rate "
@@ -123,4 +123,22 @@ def at_utilization(system: BarrierSystem, utilization: float) -> BarrierSystem:
     return system.replace(arrival_rate=arrival_rate_for(system, utilization))
 
 
-__all__ = ["arrival_rate_for", "at_utilization", "mean_work", "offered_utilization"]
+def system_at_utilization(options: dict, utilization: float) -> BarrierSystem:
+    """The system of ``options`` (:class:`BarrierSystem` keywords, no ``arrival_rate``) at ``utilization``.
+
+    A system with one of Spark's overhead models cannot be described without
+    an arrival rate (its offers follow the arrivals), so it is described at
+    one job per mean task time first and then moved to the rate that offers
+    ``utilization`` (:func:`at_utilization`). The command line and sweeps
+    build their systems from a load through this function.
+    """
+    if options.get("arrival_rate") is not None:
+        raise ParameterError("give at most one of arrival_rate and utilization (got both)")
+    options = {k: v for k, v in options.items() if k != "arrival_rate"}
+    if options.get("overhead") is not None:
+        plain = BarrierSystem(**{k: v for k, v in options.items() if k not in ("overhead", "revive_interval")})
+        options["arrival_rate"] = 1.0 / plain.mean_task
+    return at_utilization(BarrierSystem(**options), utilization)
+
+
+__all__ = ["arrival_rate_for", "at_utilization", "mean_work", "offered_utilization", "system_at_utilization"]

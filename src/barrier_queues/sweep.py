@@ -85,11 +85,9 @@ def point_system(point: dict) -> BarrierSystem:
     """The validated system of one grid point (``utilization`` sets the arrival rate)."""
     kw = {k: v for k, v in point.items() if k != "utilization"}
     if "utilization" in point:
-        if "arrival_rate" in point:
-            raise ParameterError("give at most one of arrival_rate and utilization (got both)")
-        from .load import at_utilization
+        from .load import system_at_utilization
 
-        return at_utilization(BarrierSystem(**kw), point["utilization"])
+        return system_at_utilization(kw, point["utilization"])
     return BarrierSystem(**kw)
 
 
