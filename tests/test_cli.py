@@ -396,3 +396,29 @@ def test_simulate_at_a_load_with_spark_overhead(overhead):
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["offered_utilization"] == pytest.approx(0.5, rel=1e-12) and data["config"]["overhead"] == overhead
+
+
+def test_every_command_shown_in_the_docs_parses():
+    """Commands in the README, data/README and the book are correct as printed: each parses against the real
+    parser (options that exist, required ones given; nothing is run). Elided examples (``...``) are skipped."""
+    import re
+    import shlex
+
+    from barrier_queues.cli import build_parser
+
+    root = Path(__file__).resolve().parents[1]
+    parser = build_parser()
+    pattern = re.compile(r"(?:\.venv/bin/)?barrier-queues ((?:stability|simulate|sweep|bound|plan-phases|plan|"
+                         r"spark-bench|spark-analyze) [^`\n#|]*)")
+    checked = []
+    for path in [root / "README.md", root / "data" / "README.md", *sorted((root / "book").glob("*.md"))]:
+        for match in pattern.finditer(path.read_text().replace("\\\n", " ")):
+            command = match.group(1).strip()
+            if "..." in command or " -" not in command:
+                continue                      # elided, or a command named in prose
+            try:
+                parser.parse_args(shlex.split(command))
+            except SystemExit as exc:
+                pytest.fail(f"{path.name}: 'barrier-queues {command}' does not parse (exit {exc.code})")
+            checked.append(command)
+    assert len(checked) >= 30

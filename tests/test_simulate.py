@@ -643,3 +643,30 @@ def test_a_missing_kernel_build_is_one_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "barrier_queues._kernels", None)     # import of it raises ImportError
     with pytest.raises(ParameterError, match="compiled simulation kernels are not built: install the package"):
         _kernels_module()
+
+
+def test_a_monte_carlo_stability_limit_refuses_clear_overload_and_says_when_it_cannot_tell():
+    """2-barrier knee release: the limit is a Monte Carlo estimate with a 95 % interval. Clearly above it a
+    simulation is refused, within 2 half-widths of it the run is 'stable: None' with the reason, below it the
+    drift test decides (it used to call a load 0.2 % above the estimate stable)."""
+    from barrier_queues import ParameterError
+    from barrier_queues.simulate import MC_LIMIT_MARGIN
+    from barrier_queues.stability import estimated_limit
+
+    base = S(servers=16, tasks=8, barriers=2, release="knee", min_fraction=0.5, min_wait=0.0,
+             task_dist="bimodal:p=0.9,rate1=2,rate2=0.2")
+    value, method, (lo, hi) = estimated_limit(base)
+    assert method == "monte-carlo" and lo < value < hi and (hi - lo) / value < 0.01
+    assert estimated_limit(base.replace(arrival_rate=1.0)) == (value, method, (lo, hi))
+    margin = MC_LIMIT_MARGIN * (hi - lo) / 2
+    with pytest.raises(ParameterError, match=r"stability limit lambda_max = .* \(monte-carlo, 95 % interval"):
+        simulate(base.replace(arrival_rate=value + 1.01 * margin), jobs=5000, seed=1)
+    # seed 2: a run whose waiting times show no drift (with seed 1 the drift test flags this run: stable False)
+    close = simulate(base.replace(arrival_rate=value + 0.5 * margin), jobs=5000, seed=2).summary()
+    assert close["stable"] is None and "too close to the limit" in close["stability"]["undecided"]
+    drifting = simulate(base.replace(arrival_rate=value + 0.5 * margin), jobs=5000, seed=1).summary()
+    assert drifting["stable"] is False and drifting["stability"]["drifting"]
+    assert close["stability"]["lambda_max_ci"] == [lo, hi]
+    below = simulate(base.replace(arrival_rate=0.8 * value), jobs=5000, seed=1).summary()
+    assert below["stable"] is True and "undecided" not in below["stability"]
+    assert estimated_limit(base.replace(barriers=1)) is None       # no law without queueing: the drift test decides

@@ -44,7 +44,15 @@ PROG = "barrier-queues"
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (exit 2) instead of usage + message."""
+    """argparse with one-line errors (exit 2) instead of usage + message, and no abbreviated options.
+
+    Abbreviations are off because a prefix of one option silently became
+    another: ``plan-phases --sync spark`` was read as ``--sync-poll spark``.
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         self.exit(2, f"{PROG}: error: {message}\n")
@@ -309,7 +317,8 @@ def _print_simulation(out: dict) -> None:
           f"{out['useful_utilization']:.4f}; tasks completed per job {out['mean_completed_tasks']:.4g}"
           + (f"; held share {out['held_share']:.4f}" if "held_share" in out else ""))
     stab = out["stability"]
-    print(f"stable        {out['stable']} (analytic lambda_max {_fmt(stab['lambda_max'], '.6g')} by {stab['method']}; "
+    stable = "cannot tell (too close to the limit)" if out["stable"] is None else out["stable"]
+    print(f"stable        {stable} (lambda_max {_fmt(stab['lambda_max'], '.6g')} by {stab['method']}; "
           f"waiting-time drift tau {_fmt(stab['kendall_tau'], '.2f')})")
     print(f"{'':13} {'mean':>10} {'95% CI':>24} " + " ".join(f"{'q' + q:>10}" for q in out["quantiles"]["waiting"]))
     for name in ("waiting", "sojourn", "execution"):

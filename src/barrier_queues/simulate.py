@@ -728,15 +728,46 @@ def check_run(jobs, replications, warmup, keep_jobs=False, systems=()):
     return jobs, replications, warmup
 
 
-def stability_error(system: BarrierSystem) -> str | None:
-    """The message for an arrival rate at or above the known stability limit, else None."""
-    from .stability import known_limit
+#: a Monte Carlo stability limit decides only this many half-widths of its 95 % interval away from the
+#: estimate (about 4 standard errors: a stable load is refused with probability below 1e-4)
+MC_LIMIT_MARGIN = 2.0
 
-    limit = known_limit(system)
-    if limit is None or system.arrival_rate < limit[0]:
+
+def stability_verdict(system: BarrierSystem) -> dict:
+    """Where the system's arrival rate lies against its stability limit, when one is known or estimated.
+
+    ``lambda_max``, ``method``, ``lambda_max_ci`` (Monte Carlo limits only)
+    and ``verdict``: ``"below"``, ``"above"`` (at or above an exact limit, or
+    :data:`MC_LIMIT_MARGIN` half-widths or more above a Monte Carlo
+    estimate), ``"undecided"`` (within that margin of an estimate) or None
+    (no limit known: the drift test of a run decides).
+    """
+    from .stability import estimated_limit, known_limit
+
+    lam = system.arrival_rate
+    exact = known_limit(system)
+    if exact is not None:
+        return {"lambda_max": exact[0], "method": exact[1], "lambda_max_ci": None,
+                "verdict": "above" if lam >= exact[0] else "below"}
+    estimate = estimated_limit(system)
+    if estimate is None:
+        return {"lambda_max": None, "method": None, "lambda_max_ci": None, "verdict": None}
+    value, method, (lo, hi) = estimate
+    margin = MC_LIMIT_MARGIN * (hi - lo) / 2
+    verdict = "above" if lam >= value + margin else "below" if lam <= value - margin else "undecided"
+    return {"lambda_max": value, "method": method, "lambda_max_ci": [lo, hi], "verdict": verdict}
+
+
+def stability_error(system: BarrierSystem) -> str | None:
+    """The message for an arrival rate at or above the stability limit (:func:`stability_verdict`), else None."""
+    v = stability_verdict(system)
+    if v["verdict"] != "above":
         return None
-    return (f"arrival_rate must be below the stability limit lambda_max = {limit[0]:.6g} ({limit[1]}) for this "
-            f"system (got {system.arrival_rate:.6g}): the queue would grow without bound; lower it, or pass "
+    where = (f"lambda_max = {v['lambda_max']:.6g} ({v['method']})" if v["lambda_max_ci"] is None else
+             f"lambda_max = {v['lambda_max']:.6g} ({v['method']}, 95 % interval [{v['lambda_max_ci'][0]:.6g}, "
+             f"{v['lambda_max_ci'][1]:.6g}])")
+    return (f"arrival_rate must be below the stability limit {where} for this system (got "
+            f"{system.arrival_rate:.6g}): the queue would grow without bound; lower it, or pass "
             "allow_unstable=True (--allow-unstable) to simulate anyway")
 
 
@@ -919,7 +950,6 @@ class SimulationResult:
         if level in self._summary_cache:
             return self._summary_cache[level]
         from .load import offered_utilization
-        from .stability import known_limit
 
         system, stats = self.system, self.stats
         jobs = sum(s.jobs for s in stats)
@@ -953,13 +983,24 @@ class SimulationResult:
                                         else [float("nan"), float("nan")] for q in QUANTILES}
         out["ci"]["method"] = ("t interval over replications" if len(stats) >= 2 else
                                "t interval over 20 batch means of one replication")
-        limit = known_limit(system) if system.arrival_rate is not None else None
+        verdict = stability_verdict(system)
         waiting0 = stats[0].block_means["waiting"]
         dr = drift(waiting0, 20)
-        unstable = limit is not None and system.arrival_rate >= limit[0]
-        out["stable"] = not (unstable or dr["drifting"])
-        out["stability"] = {"lambda_max": limit[0] if limit else None, "method": limit[1] if limit else None,
+        if verdict["verdict"] == "above" or dr["drifting"]:
+            out["stable"] = False
+        elif verdict["verdict"] == "undecided":
+            out["stable"] = None
+        else:
+            out["stable"] = True
+        out["stability"] = {"lambda_max": verdict["lambda_max"], "method": verdict["method"],
                             "drift_test": "Kendall tau of 20 batch means of replication 0's waiting times", **dr}
+        if verdict["lambda_max_ci"] is not None:
+            out["stability"]["lambda_max_ci"] = verdict["lambda_max_ci"]
+        if out["stable"] is None:
+            out["stability"]["undecided"] = (
+                f"the arrival rate lies within {MC_LIMIT_MARGIN:g} half-widths of the 95 % interval of the "
+                "Monte Carlo stability limit and the drift test does not flag a growing queue: too close to "
+                "the limit to tell (a saturated run, or a longer one, decides)")
         total_jobs = sum(s.total_jobs for s in stats)
         kernel = sum(s.kernel_seconds for s in stats)
         out["seconds"] = self.seconds
@@ -1136,4 +1177,4 @@ def __getattr__(name):
 __all__ = ["CHUNK", "JOB_FIELDS", "QUANTILES", "Replication", "SimulationResult", "check_run", "chunk_jobs",
            "compare_with_exact", "draw_jobs", "draw_probes", "ensure_compiled", "finish_group", "kernel_params",
            "probe_count", "reference_rule", "run_inputs", "run_replication", "saturated_curve", "saturated_many",
-           "saturated_throughput", "simulate", "simulate_many", "stability_error", "trace"]
+           "saturated_throughput", "simulate", "simulate_many", "stability_error", "stability_verdict", "trace"]

@@ -22,6 +22,7 @@ system          lambda_max                             method
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -267,6 +268,36 @@ def known_limit(system: BarrierSystem) -> tuple[float, str] | None:
                 return None
     lim = _stability_limit(system)
     return lim.lambda_max, lim.method
+
+
+def estimated_limit(system: BarrierSystem) -> tuple[float, str, tuple[float, float]] | None:
+    """A Monte Carlo estimate of the maximum stable arrival rate, its method and 95 % interval, or None.
+
+    For the systems whose limit :func:`known_limit` leaves open but whose job
+    law without queueing is simulated quickly (about 0.3 s): 2-barrier jobs
+    with the knee release or with phases and Spark's polling ``barrier()``,
+    pure barrier, fixed k, central queue, no overhead model. The simulator
+    uses it to refuse a load clearly beyond the limit and to say when a load
+    is too close to it to tell (:func:`barrier_queues.simulate.stability_verdict`).
+    Computed once per system (the arrival rate does not enter).
+    """
+    system = as_system(system)
+    if (system.overhead is not None or system.placement != "central" or system.barrier_fraction < 1
+            or system.tasks_pmf is not None or system.barriers != 2
+            or not (system.release == "knee" or (system.phases > 1 and system.sync == "spark"))):
+        return None
+    return _estimated_limit(system.replace(arrival_rate=None))
+
+
+@functools.lru_cache(maxsize=256)
+def _estimated_limit(system: BarrierSystem) -> tuple[float, str, tuple[float, float]] | None:
+    try:
+        lim = _stability_limit(system)
+    except ParameterError:          # e.g. a Monte Carlo law beyond its size limits
+        return None
+    if lim.lambda_max_ci is None:
+        return None
+    return lim.lambda_max, lim.method, (float(lim.lambda_max_ci[0]), float(lim.lambda_max_ci[1]))
 
 
 #: Table I of the paper in LaTeX (exponential tasks; ``c = floor(s/k)``).
