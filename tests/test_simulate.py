@@ -637,10 +637,13 @@ def test_a_missing_kernel_build_is_one_clear_error(monkeypatch):
     """A source tree whose compiled kernels were never built says how to build them (no bare ImportError)."""
     import sys
 
+    import barrier_queues
     from barrier_queues import ParameterError
     from barrier_queues.simulate import _kernels_module
 
-    monkeypatch.setitem(sys.modules, "barrier_queues._kernels", None)     # import of it raises ImportError
+    # as if never built: no loaded module (an import of it raises ImportError) and no package attribute
+    monkeypatch.setitem(sys.modules, "barrier_queues._kernels", None)
+    monkeypatch.delattr(barrier_queues, "_kernels", raising=False)
     with pytest.raises(ParameterError, match="compiled simulation kernels are not built: install the package"):
         _kernels_module()
 
