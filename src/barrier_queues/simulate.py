@@ -740,7 +740,7 @@ def stability_verdict(system: BarrierSystem) -> dict:
     and ``verdict``: ``"below"``, ``"above"`` (at or above an exact limit, or
     :data:`MC_LIMIT_MARGIN` half-widths or more above a Monte Carlo
     estimate), ``"undecided"`` (within that margin of an estimate) or None
-    (no limit known: the drift test of a run decides).
+    (no limit known, the drift test of a run decides; or no arrival rate).
     """
     from .stability import estimated_limit, known_limit
 
@@ -748,13 +748,14 @@ def stability_verdict(system: BarrierSystem) -> dict:
     exact = known_limit(system)
     if exact is not None:
         return {"lambda_max": exact[0], "method": exact[1], "lambda_max_ci": None,
-                "verdict": "above" if lam >= exact[0] else "below"}
+                "verdict": None if lam is None else "above" if lam >= exact[0] else "below"}
     estimate = estimated_limit(system)
     if estimate is None:
         return {"lambda_max": None, "method": None, "lambda_max_ci": None, "verdict": None}
     value, method, (lo, hi) = estimate
     margin = MC_LIMIT_MARGIN * (hi - lo) / 2
-    verdict = "above" if lam >= value + margin else "below" if lam <= value - margin else "undecided"
+    verdict = (None if lam is None else "above" if lam >= value + margin else "below" if lam <= value - margin
+               else "undecided")
     return {"lambda_max": value, "method": method, "lambda_max_ci": [lo, hi], "verdict": verdict}
 
 
