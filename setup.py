@@ -13,4 +13,5 @@ from setuptools import Extension, setup
 
 flags = [] if sys.platform == "win32" else ["-O2", "-ffp-contract=off", "-fno-fast-math"]
 kernels = Extension("barrier_queues._kernels", ["src/barrier_queues/_kernels.pyx"], extra_compile_args=flags)
-setup(ext_modules=cythonize([kernels], language_level=3))
+# the generated C goes under build/, not beside the source (src/ holds only what we wrote)
+setup(ext_modules=cythonize([kernels], language_level=3, build_dir="build"))
