@@ -8,7 +8,7 @@ JB_FLAGS ?= --warningiserror --keep-going
 .PHONY: install book book-full test lint notebooks bench browser clean
 
 # setup.py and the kernels' source too: an edit of the Cython kernels rebuilds them
-$(STAMP): pyproject.toml setup.py src/barrier_queues/_kernels.pyx
+$(STAMP): pyproject.toml setup.py src/barrier_queues/_kernels.pyx $(wildcard src/barrier_queues/*.pxi src/barrier_queues/schedulers/*.pxi)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[book,test,spark]"

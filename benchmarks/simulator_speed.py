@@ -141,8 +141,11 @@ def kernel_work(jobs: int) -> None:
     import numpy as np
 
     from barrier_queues import BarrierSystem
-    from barrier_queues.reference import simulate_reference
-    from barrier_queues.simulate import draw_jobs, reference_rule, run_replication, simulate
+    from barrier_queues.inputs import draw_jobs
+    from barrier_queues.rules import reference_rule
+    from barrier_queues.runs import run_replication
+    from barrier_queues.schedulers.central import simulate_reference
+    from barrier_queues.simulate import simulate
 
     print("\n## The kernel against its work (one core, random draws excluded)\n")
     print("| system | kernel jobs/s | draws + heap operations per job | ns per operation | plain Python jobs/s "

@@ -6,7 +6,7 @@ import pytest
 import barrier_queues as bq
 from barrier_queues.phases import phase_ends, phase_law, plan_phases, system_phase_law
 from barrier_queues.reference import service
-from barrier_queues.simulate import saturated_throughput
+from barrier_queues.saturated import saturated_throughput
 
 S = bq.BarrierSystem
 

@@ -6,7 +6,7 @@ import pytest
 import barrier_queues as bq
 from barrier_queues.reference import knee
 from barrier_queues.release import fixed_law, knee_law, knee_release_sorted, release_law, timeout_law, two_barrier_limit
-from barrier_queues.simulate import saturated_throughput
+from barrier_queues.saturated import saturated_throughput
 
 S = bq.BarrierSystem
 

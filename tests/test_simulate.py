@@ -9,20 +9,13 @@ from hypothesis import strategies as st
 
 import barrier_queues as bq
 from barrier_queues.overhead import OverheadModel
-from barrier_queues.reference import simulate_reference, simulate_sampling_reference
-from barrier_queues.simulate import (
-    CHUNK,
-    chunk_jobs,
-    draw_jobs,
-    draw_probes,
-    reference_rule,
-    run_inputs,
-    run_replication,
-    saturated_throughput,
-    simulate,
-    simulate_many,
-    trace,
-)
+from barrier_queues.inputs import CHUNK, chunk_jobs, draw_jobs, draw_probes
+from barrier_queues.rules import reference_rule
+from barrier_queues.runs import run_inputs, run_replication
+from barrier_queues.saturated import saturated_throughput
+from barrier_queues.schedulers.central import simulate_reference
+from barrier_queues.schedulers.sampling import simulate_sampling_reference
+from barrier_queues.simulate import simulate, simulate_many, trace
 from barrier_queues.statistics import t_interval
 
 S = bq.BarrierSystem
@@ -578,7 +571,7 @@ def test_summary_has_the_documented_fields():
     (dict(servers=8, tasks=4, placement="everywhere"), "placement must be one of"),
     (dict(servers=8, tasks=4, phases=0), "phases must be an integer >= 1"),
     (dict(servers=8, tasks=4, sync="spark"), "sync must be None with phases = 1"),
-    (dict(servers=8, tasks=4, phases=2, sync="ideal", sync_poll=1.0), "sync_poll must be None with sync = 'ideal'"),
+    (dict(servers=8, tasks=4, phases=2, sync="ideal", sync_poll=1.0), "sync_poll must be None unless sync = 'spark'"),
     (dict(servers=8, tasks=4, phases=2, needed=2), "needed must equal tasks with phases > 1"),
     (dict(servers=8, tasks=4, phases=2, release="knee"), "release must be 'fixed' with phases > 1"),
     (dict(servers=8, tasks=4, phases=2, overhead="paper", arrival_rate=1.0), "overhead must be None or 'event'"),
@@ -639,7 +632,7 @@ def test_a_missing_kernel_build_is_one_clear_error(monkeypatch):
 
     import barrier_queues
     from barrier_queues import ParameterError
-    from barrier_queues.simulate import _kernels_module
+    from barrier_queues.kernels import kernels_module as _kernels_module
 
     # as if never built: no loaded module (an import of it raises ImportError) and no package attribute
     monkeypatch.setitem(sys.modules, "barrier_queues._kernels", None)
@@ -653,7 +646,7 @@ def test_a_monte_carlo_stability_limit_refuses_clear_overload_and_says_when_it_c
     simulation is refused, within 2 half-widths of it the run is 'stable: None' with the reason, below it the
     drift test decides (it used to call a load 0.2 % above the estimate stable)."""
     from barrier_queues import ParameterError
-    from barrier_queues.simulate import MC_LIMIT_MARGIN
+    from barrier_queues.stability import MC_LIMIT_MARGIN
     from barrier_queues.stability import estimated_limit
 
     base = S(servers=16, tasks=8, barriers=2, release="knee", min_fraction=0.5, min_wait=0.0,

@@ -352,7 +352,7 @@ def test_archive_never_overwrites(tmp_path):
 
 def test_replay_runs_on_the_simulators_kernel(run):
     """One scheduler: the replay is the kernel fed the run's own arrivals and sleeps."""
-    from barrier_queues.simulate import run_inputs
+    from barrier_queues.runs import run_inputs
 
     inputs = sa.run_inputs_of(run)
     plain = sa.replay(run, "plain")

@@ -26,14 +26,18 @@ _EXPORTS = {
                       "as_task_distribution", "parse_task_distribution", "scaled"],
     "order_stats": ["exp_order_stat_mean", "exp_order_stat_mgf", "exp_order_stat_var", "exp_server_time_per_job",
                     "harmonic", "order_stat_mean", "server_time_per_job"],
-    "simulate": ["SimulationResult", "compare_with_exact", "saturated_curve", "saturated_many",
-                 "saturated_throughput", "simulate_many", "trace"],
+    "simulate": ["SimulationResult", "compare_with_exact", "simulate_many", "trace"],
+    "saturated": ["saturated_curve", "saturated_many", "saturated_throughput"],
     "stability": ["StabilityLimit", "known_limit", "one_barrier_lambda_max", "stability_curve", "stability_limit",
                   "table_one", "two_barrier_lambda_max"],
     "load": ["arrival_rate_for", "at_utilization", "mean_work", "offered_utilization", "system_at_utilization"],
     "release": ["release_law"],
     "phases": ["phase_law", "plan_phases"],
 }
+_MODULES = ("backends", "bounds", "cli", "ctmc", "distributions", "eventlog", "figures", "inputs", "kernels", "load",
+            "order_stats", "outputs", "overhead", "phases", "planning", "reference", "release", "results", "rules",
+            "runs", "saturated", "schedulers", "simulate", "spark_analysis", "spark_bench", "stability",
+            "statistics", "sweep", "system")
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 
@@ -44,9 +48,7 @@ def __getattr__(name):
         value = getattr(import_module(f".{_WHERE[name]}", __name__), name)
         globals()[name] = value
         return value
-    if name in ("bounds", "figures", "results", "statistics", "spark_analysis", "spark_bench", "eventlog",
-                "overhead", "reference", "cli", "sweep", "load", "release", "phases", "ctmc", "simulate",
-                "stability", "distributions", "order_stats", "system"):
+    if name in _MODULES:
         return import_module(f".{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

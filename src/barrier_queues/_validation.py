@@ -91,3 +91,18 @@ def check_choice(name: str, value, choices) -> object:
         allowed = ", ".join(repr(c) for c in choices)
         raise ParameterError(f"{name} must be one of {allowed} (got {_describe(value)})")
     return value
+
+
+#: time-like parameters must lie within this factor of the mean task time (floating-point range)
+TIME_SCALE = 1e9
+
+
+def check_time(name: str, value, mean_task: float, allow_zero: bool = False) -> float:
+    """A time-like parameter, finite, > 0 (or >= 0) and within TIME_SCALE of the mean task time."""
+    v = check_nonnegative(name, value) if allow_zero else check_positive(name, value, "(time units)")
+    lo, hi = mean_task / TIME_SCALE, mean_task * TIME_SCALE
+    if (v > 0 or not allow_zero) and not lo <= v <= hi:
+        raise ParameterError(f"{name} must lie within a factor 1e9 of the mean task time {mean_task:.6g}, "
+                             f"i.e. {lo:.3g} <= {name} <= {hi:.3g}" + (" or be 0" if allow_zero else "")
+                             + f" (got {v!r})")
+    return v

@@ -129,43 +129,43 @@ SEED = _int("seed", 0, 2**63 - 1)
 # --------------------------------------------------------------------------------------------------
 # the system options, shared by simulate, sweep and bound
 
-SYSTEM_OPTIONS = {
-    # option: (dest, parser, help)
-    "--servers": ("servers", _int("servers", 1), "workers s >= 1"),
-    "--tasks": ("tasks", _int("tasks", 1), "tasks per job, 1 <= k <= s"),
-    "--tasks-pmf": ("tasks_pmf", str, "pmf of k, e.g. '4:0.5,12:0.5' (instead of --tasks)"),
-    "--needed": ("needed", _int("needed", 1), "tasks that must finish, 1 <= l <= k (default k)"),
-    "--barriers": ("barriers", _int("barriers", 1, 2), "1: start barrier; 2: start and departure barrier (default 1)"),
-    "--arrival-rate": ("arrival_rate", _float("arrival-rate", 0, open_low=True), "job arrival rate lambda > 0"),
-    "--utilization": ("utilization", _float("utilization", 0, open_low=True),
-                      "offered utilization rho > 0 (instead of --arrival-rate)"),
-    "--arrival": ("arrival", str, "poisson (default) or deterministic"),
-    "--task-rate": ("task_rate", _float("task-rate", 0, open_low=True), "rate mu of exponential tasks (default 1)"),
-    "--task-dist": ("task_dist", str, "task law, e.g. 'erlang:shape=4,rate=4', 'bimodal:p=0.9,rate1=10,rate2=0.1'"),
-    "--barrier-fraction": ("barrier_fraction", _float("barrier-fraction", 0, 1),
-                           "probability p that a job is a barrier job (hybrid; default 1)"),
-    "--overhead": ("overhead", str, "Spark blocking overhead model: paper or event"),
-    "--revive": ("revive_interval", _float("revive", 0, open_low=True),
-                 "revive interval R (with --overhead; default 1)"),
-    "--release": ("release", str, "when a job departs: fixed (default), knee or timeout"),
-    "--min-fraction": ("min_fraction", _float("min-fraction", 0, 1, open_low=True),
-                       "knee: tasks that must finish first, 0 < f <= 1 (default 0.5)"),
-    "--min-wait": ("min_wait", _float("min-wait", 0), "knee: time before a knee counts, w >= 0 (default 0)"),
-    "--knee-gain": ("knee_gain", _float("knee-gain", 0, 1, open_low=True),
-                    "knee: EWMA gain of the mean gap (default 1/8)"),
-    "--timeout": ("timeout", _float("timeout", 0, open_low=True), "timeout: release after T > 0 at the latest"),
-    "--placement": ("placement", str, "central (default: one FIFO queue) or sample (batch sampling)"),
-    "--probe-ratio": ("probe_ratio", _float("probe-ratio", 1), "sample: probes per task d >= 1 (default 2)"),
-    "--phases": ("phases", _int("phases", 1), "phases per job m >= 1, barrier() between them (default 1)"),
-    "--sync": ("sync", str, "barrier() release with --phases: ideal (default) or spark"),
-    "--sync-poll": ("sync_poll", _float("sync-poll", 0, open_low=True), "Spark's barrier() poll period P (default 1)"),
-}
-SHORT = {"--servers": "-s", "--tasks": "-k", "--needed": "-l", "--barriers": "-b"}
-CHOICES = {"arrival": ("poisson", "deterministic"), "overhead": ("paper", "event"),
-           "release": ("fixed", "knee", "timeout"),
-           "placement": ("central", "sample"), "sync": ("ideal", "spark")}
-NUMERIC = {"servers", "tasks", "needed", "barriers", "arrival_rate", "utilization", "task_rate", "barrier_fraction",
-           "revive_interval", "min_fraction", "min_wait", "knee_gain", "timeout", "probe_ratio", "phases", "sync_poll"}
+def _option_parser(o: dict):
+    label = o["flag"][2:]
+    if o["kind"] == "int":
+        return _int(label, o["low"], o["high"])
+    if o["kind"] == "float":
+        return _float(label, o["low"], o["high"], open_low=o["open_low"])
+    if o["kind"] == "choice":
+        return _choice(label, o["choices"])
+    return str
+
+
+def _system_options() -> dict:
+    """``{flag: (dest, parser, help)}``: generated from the system's fields and the rule and scheduler
+    registries (:func:`barrier_queues.system.option_fields`), plus ``--utilization``."""
+    from .system import option_fields
+
+    out = {}
+    for o in option_fields():
+        listed = o["kind"] == "choice" and o["name"] not in ("release", "sync")     # rules list themselves
+        choices = f" ({', '.join(o['choices'])})" if listed else ""
+        out[o["flag"]] = (o["name"], _option_parser(o), o["help"] + choices)
+        if o["name"] == "arrival_rate":
+            out["--utilization"] = ("utilization", _float("utilization", 0, open_low=True),
+                                    "offered utilization rho > 0 (instead of --arrival-rate)")
+    return out
+
+
+def _short_flags() -> dict:
+    from .system import option_fields
+
+    return {o["flag"]: o["short"] for o in option_fields() if o["short"]}
+
+
+def _numeric() -> set:
+    from .system import option_fields
+
+    return {o["name"] for o in option_fields() if o["kind"] in ("int", "float")} | {"utilization"}
 
 
 def _choice(name, choices):
@@ -177,21 +177,20 @@ def _choice(name, choices):
 
 
 def _add_system_options(p, names=None, lists: bool = False, required=("--servers",)):
-    for option, (dest, parse, help_) in SYSTEM_OPTIONS.items():
+    short, numeric = _short_flags(), _numeric()
+    for option, (dest, parse, help_) in _system_options().items():
         if names is not None and option not in names:
             continue
-        if dest in CHOICES:
-            parse = _choice(option[2:], CHOICES[dest])
-        if lists and dest in NUMERIC:
+        if lists and dest in numeric:
             parse = _list(parse)
-        flags = [option] + ([SHORT[option]] if option in SHORT else [])
+        flags = [option] + ([short[option]] if option in short else [])
         p.add_argument(*flags, dest=dest, type=parse, default=None, required=option in required,
-                       help=help_ + (" (a comma-separated list sweeps it)" if lists and dest in NUMERIC else ""))
+                       help=help_ + (" (a comma-separated list sweeps it)" if lists and dest in numeric else ""))
 
 
 def _system_kwargs(args, names=None) -> dict:
     kw = {}
-    for option, (dest, _, _) in SYSTEM_OPTIONS.items():
+    for option, (dest, _, _) in _system_options().items():
         if (names is not None and option not in names) or dest == "utilization":
             continue
         value = getattr(args, dest, None)
@@ -250,7 +249,8 @@ def _print_stability(out: dict) -> None:
 
 def _simulate(args) -> dict:
     from .outputs import check_new_file
-    from .simulate import saturated_throughput, simulate
+    from .saturated import saturated_throughput
+    from .simulate import simulate
 
     if args.saturated:
         for flag, value in (("--arrival-rate", args.arrival_rate), ("--utilization", args.utilization),
@@ -407,7 +407,7 @@ def _print_plan_phases(out: dict) -> None:
 def _sweep(args) -> dict:
     from .sweep import grid_from_options, sweep
 
-    options = {dest: getattr(args, dest) for _, (dest, _, _) in SYSTEM_OPTIONS.items()
+    options = {dest: getattr(args, dest) for _, (dest, _, _) in _system_options().items()
                if getattr(args, dest) is not None}
     grid = grid_from_options(options)
     table = sweep(grid, args.out, jobs=args.jobs, replications=args.replications, seed=args.seed,

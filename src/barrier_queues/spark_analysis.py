@@ -522,7 +522,8 @@ def compare_with_simulation(runs: list[SparkRun], jobs: int = 200_000, replicati
     that its means and quantiles grow with the run and describe nothing; a
     finished Spark run counts as stable.
     """
-    from .simulate import QUANTILES, simulate_many
+    from .simulate import simulate_many
+    from .statistics import QUANTILES
 
     key = next((str(x) for x in QUANTILES if abs(x - quantile) < 1e-12), None)
     if key is None:
@@ -634,7 +635,7 @@ def replay(run: SparkRun, model: str = "plain", task_cost: float = 0.0, phase: f
         raise ParameterError(f"model must be one of {REPLAY_MODELS} (got {model!r})")
     if not (task_cost >= 0 and np.isfinite(task_cost)):
         raise ParameterError(f"task_cost must be a finite number >= 0 seconds (got {task_cost!r})")
-    from .simulate import run_inputs
+    from .runs import run_inputs
 
     inputs = run_inputs_of(run, task_cost)
     arrivals = inputs["arrival"]

@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from ._validation import ParameterError, check_int, check_positive
+from .backends import check_master_reachable, java_version
 from .load import offered_utilization
 from .outputs import check_new_folder
 from .system import BarrierSystem
@@ -126,47 +127,6 @@ class SparkBenchConfig:
 
 #: seconds between submissions of a saturated run
 SATURATED_GAP = 0.01
-
-
-def java_version() -> int:
-    """Major version of the ``java`` on PATH (or in JAVA_HOME); clear error if there is none."""
-    java = shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin")
-                        if os.environ.get("JAVA_HOME") else None) or shutil.which("java")
-    if java is None:
-        raise ParameterError("java must be installed (Java 17 or newer) for the Spark benchmark: "
-                             "none found on PATH or in JAVA_HOME")
-    out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
-    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
-    if not m:
-        raise ParameterError(f"java -version gave no version string ({(out.stderr or out.stdout)[:80]!r})")
-    major = int(m.group(1)) if m.group(1) != "1" else int(m.group(2))
-    if major < 17:
-        raise ParameterError(f"java must be version 17 or newer for Spark 4 (got Java {major} at {java})")
-    return major
-
-
-def check_master_reachable(master: str, timeout: float = 5.0) -> None:
-    """For a ``spark://host:port[,host:port]`` master, fail fast unless one of its hosts accepts a connection.
-
-    Spark itself would retry the registration for about a minute and then
-    stop the context with a Java stack trace; this gives one clear message.
-    """
-    import socket
-
-    if not master.startswith("spark://"):
-        return
-    reasons = []
-    for address in master[len("spark://"):].split(","):
-        host, _, port = address.rpartition(":")
-        if not host or not port.isdigit():
-            raise ParameterError(f"master must be 'spark://host:port' (got {master!r})")
-        try:
-            socket.create_connection((host, int(port)), timeout=timeout).close()
-            return
-        except OSError as exc:
-            reasons.append(f"{address}: {exc.strerror or type(exc).__name__}")
-    raise ParameterError(f"master must be reachable: nothing accepted a connection at {master} "
-                         f"({'; '.join(reasons)}); is the standalone master running?")
 
 
 def _spark_home(run_dir: Path) -> Path:

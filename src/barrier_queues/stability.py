@@ -30,6 +30,7 @@ import numpy as np
 from ._validation import ParameterError, check_choice, check_int
 from .distributions import Exponential
 from .order_stats import exp_order_stat_mean, exp_server_time_per_job, order_stat_mean, server_time_per_job
+from .rules import limit_kind
 from .system import BarrierSystem, as_system
 
 METHODS = ("auto", "closed-form", "ctmc", "order-statistics", "quadrature", "monte-carlo")
@@ -253,10 +254,10 @@ def known_limit(system: BarrierSystem) -> tuple[float, str] | None:
         return system.servers / mean_work(system)[0], "work-conservation"
     if system.barrier_fraction < 1 or system.tasks_pmf is not None:
         return None
-    if system.release == "knee" or (system.phases > 1 and system.sync == "spark"):
+    if limit_kind(system) != "exact":               # how each rule's limit is found: barrier_queues.rules
         return None
     if system.barriers == 1:
-        if system.phases > 1 or system.release != "fixed" or not isinstance(system.task_dist, Exponential):
+        if not isinstance(system.task_dist, Exponential):
             return None
         if system.needed < system.tasks:
             from .ctmc import count_states
@@ -278,13 +279,12 @@ def estimated_limit(system: BarrierSystem) -> tuple[float, str, tuple[float, flo
     with the knee release or with phases and Spark's polling ``barrier()``,
     pure barrier, fixed k, central queue, no overhead model. The simulator
     uses it to refuse a load clearly beyond the limit and to say when a load
-    is too close to it to tell (:func:`barrier_queues.simulate.stability_verdict`).
+    is too close to it to tell (:func:`stability_verdict`).
     Computed once per system (the arrival rate does not enter).
     """
     system = as_system(system)
     if (system.overhead is not None or system.placement != "central" or system.barrier_fraction < 1
-            or system.tasks_pmf is not None or system.barriers != 2
-            or not (system.release == "knee" or (system.phases > 1 and system.sync == "spark"))):
+            or system.tasks_pmf is not None or limit_kind(system) != "monte-carlo"):
         return None
     return _estimated_limit(system.replace(arrival_rate=None))
 
@@ -298,6 +298,48 @@ def _estimated_limit(system: BarrierSystem) -> tuple[float, str, tuple[float, fl
     if lim.lambda_max_ci is None:
         return None
     return lim.lambda_max, lim.method, (float(lim.lambda_max_ci[0]), float(lim.lambda_max_ci[1]))
+
+
+#: a Monte Carlo stability limit decides only this many half-widths of its 95 % interval away from the
+#: estimate (about 4 standard errors: a stable load is refused with probability below 1e-4)
+MC_LIMIT_MARGIN = 2.0
+
+
+def stability_verdict(system: BarrierSystem) -> dict:
+    """Where the system's arrival rate lies against its stability limit, when one is known or estimated.
+
+    ``lambda_max``, ``method``, ``lambda_max_ci`` (Monte Carlo limits only)
+    and ``verdict``: ``"below"``, ``"above"`` (at or above an exact limit, or
+    :data:`MC_LIMIT_MARGIN` half-widths or more above a Monte Carlo
+    estimate), ``"undecided"`` (within that margin of an estimate) or None
+    (no limit known, the drift test of a run decides; or no arrival rate).
+    """
+    lam = system.arrival_rate
+    exact = known_limit(system)
+    if exact is not None:
+        return {"lambda_max": exact[0], "method": exact[1], "lambda_max_ci": None,
+                "verdict": None if lam is None else "above" if lam >= exact[0] else "below"}
+    estimate = estimated_limit(system)
+    if estimate is None:
+        return {"lambda_max": None, "method": None, "lambda_max_ci": None, "verdict": None}
+    value, method, (lo, hi) = estimate
+    margin = MC_LIMIT_MARGIN * (hi - lo) / 2
+    verdict = (None if lam is None else "above" if lam >= value + margin else "below" if lam <= value - margin
+               else "undecided")
+    return {"lambda_max": value, "method": method, "lambda_max_ci": [lo, hi], "verdict": verdict}
+
+
+def stability_error(system: BarrierSystem) -> str | None:
+    """The message for an arrival rate at or above the stability limit (:func:`stability_verdict`), else None."""
+    v = stability_verdict(system)
+    if v["verdict"] != "above":
+        return None
+    where = (f"lambda_max = {v['lambda_max']:.6g} ({v['method']})" if v["lambda_max_ci"] is None else
+             f"lambda_max = {v['lambda_max']:.6g} ({v['method']}, 95 % interval [{v['lambda_max_ci'][0]:.6g}, "
+             f"{v['lambda_max_ci'][1]:.6g}])")
+    return (f"arrival_rate must be below the stability limit {where} for this system (got "
+            f"{system.arrival_rate:.6g}): the queue would grow without bound; lower it, or pass "
+            "allow_unstable=True (--allow-unstable) to simulate anyway")
 
 
 #: Table I of the paper in LaTeX (exponential tasks; ``c = floor(s/k)``).

@@ -26,10 +26,11 @@ quantiles, ``stable``).
   and the output folder should be on a shared file system so that tasks can
   write their points (otherwise the driver writes them when the job ends).
 
-The same backend choice serves the library's own sweeps
-(:func:`~barrier_queues.simulate_many` and everything built on it): set
+The same backend choice (:mod:`barrier_queues.backends`) serves the library's
+own sweeps (:func:`~barrier_queues.simulate_many` and everything built on it):
+pass ``backend``/``master``, or, where a caller passes neither, set
 ``SWEEP_BACKEND=spark`` and ``SPARK_MASTER=...`` in the environment (as
-``make book-full`` documents).
+``make book-full`` documents); it is read once, at the public function.
 """
 
 from __future__ import annotations
@@ -40,20 +41,32 @@ import math
 import os
 import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
 
 from ._validation import ParameterError, check_choice, check_int
+from .backends import pool_map, resolve, spark_map
+from .stability import stability_error
 from .system import BarrierSystem
 
 #: the most points one sweep may have
 MAX_POINTS = 1_000_000
+
+
+def _grid_fields() -> tuple[str, ...]:
+    """Options a grid may vary: the BarrierSystem fields (generated, not typed again), the pmf of k right
+    after k, and ``utilization`` right after ``arrival_rate`` (the order in which grids multiply out)."""
+    names = [f.name for f in fields(BarrierSystem)]
+    names.remove("tasks_pmf")
+    names.insert(names.index("tasks") + 1, "tasks_pmf")
+    names.insert(names.index("arrival_rate") + 1, "utilization")
+    return tuple(names)
+
+
 #: options a grid may vary (BarrierSystem fields, plus utilization)
-FIELDS = ("servers", "tasks", "tasks_pmf", "needed", "barriers", "task_rate", "arrival_rate", "utilization",
-          "task_dist", "arrival", "barrier_fraction", "overhead", "revive_interval", "release", "min_fraction",
-          "min_wait", "knee_gain", "timeout", "placement", "probe_ratio", "phases", "sync", "sync_poll")
-BACKENDS = ("local", "spark")
+FIELDS = _grid_fields()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -97,8 +110,6 @@ def _describe(point: dict) -> str:
 
 def check_grid(grid: list[dict], allow_unstable: bool = False) -> list[BarrierSystem]:
     """Validate every point before anything runs; the error names the first bad point."""
-    from .simulate import stability_error
-
     if not isinstance(grid, list) or not grid:
         raise ParameterError("grid must be a non-empty list of points (got an empty grid)")
     systems = []
@@ -160,7 +171,7 @@ def run_point(args) -> dict:
     index, point, jobs, replications, seed, warmup, allow_unstable, folder = args
     system = point_system(point)
     result = simulate(system, jobs=jobs, replications=replications, seed=seed, warmup=warmup, workers=1,
-                      progress=False, allow_unstable=allow_unstable)
+                      progress=False, allow_unstable=allow_unstable, backend="local")
     row = point_row(index, point, system, result.summary())
     if folder is not None:
         try:
@@ -181,59 +192,6 @@ def _write_point(folder: Path, index: int, point: dict, row: dict) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps({"point": index, "params": point, "row": row}, allow_nan=False) + "\n")
     os.replace(tmp, path)
-
-
-# --------------------------------------------------------------------------------------------------
-# backends
-
-def _spark_session(master: str):
-    import re
-
-    if not re.match(r"^(local(\[(\d+|\*)\])?|local-cluster\[\d+,\d+,\d+\]|spark://.+)$", master or ""):
-        raise ParameterError(f"master must be local[N], local-cluster[N,1,MB] or spark://host:port (got {master!r})")
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        raise ParameterError("pyspark must be installed for backend 'spark' (pip install pyspark)") from None
-    from .spark_bench import check_master_reachable, java_version
-
-    java_version()
-    check_master_reachable(master)
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        from pyspark.sql import SparkSession
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = (SparkSession.builder.master(master).appName("barrier-queues-sweep")
-               .config("spark.ui.enabled", "false").config("spark.python.worker.reuse", "true")
-               .config("spark.task.maxFailures", "1"))
-    if master.startswith("local"):
-        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-    return builder.getOrCreate()
-
-
-def spark_map(function, items: list, master: str) -> list:
-    """``[function(x) for x in items]`` as Spark tasks (one per item), results in item order."""
-    spark = _spark_session(master)
-    try:
-        sc = spark.sparkContext
-        rdd = sc.parallelize(list(enumerate(items)), numSlices=max(1, len(items)))
-        pairs = rdd.map(lambda pair: (pair[0], function(pair[1]))).collect()
-    finally:
-        spark.stop()
-    out = [None] * len(items)
-    for i, value in pairs:
-        out[i] = value
-    return out
-
-
-def backend_from_environment() -> tuple[str, str | None]:
-    """``(backend, master)`` from ``SWEEP_BACKEND`` and ``SPARK_MASTER`` (default: local)."""
-    backend = os.environ.get("SWEEP_BACKEND", "local") or "local"
-    check_choice("SWEEP_BACKEND", backend, BACKENDS)
-    master = os.environ.get("SPARK_MASTER") or ("local[*]" if backend == "spark" else None)
-    return backend, master
 
 
 # --------------------------------------------------------------------------------------------------
@@ -325,12 +283,7 @@ def sweep(grid, out=None, jobs: int = 100_000, replications: int = 1, seed=None,
     if isinstance(grid, dict):
         grid = grid_from_options(grid)
     jobs, replications, warmup = check_run(jobs, replications, warmup)
-    env_backend, env_master = backend_from_environment()
-    backend = check_choice("backend", backend or env_backend, BACKENDS)
-    master = master or (env_master if backend == "spark" else None)
-    if master is not None and backend != "spark":
-        raise ParameterError(f"master must be given only with backend 'spark' (got {master!r} with backend "
-                             f"{backend!r})")
+    where = resolve(backend, master)
     fmt = check_choice("format", fmt, ("csv", "parquet"))
     if fmt == "parquet":
         try:
@@ -354,13 +307,13 @@ def sweep(grid, out=None, jobs: int = 100_000, replications: int = 1, seed=None,
     rows = dict(done)
     show = sys.stderr.isatty() if progress is None else progress
     last_write = time.monotonic()
-    if todo and backend == "local":
+    if todo and where.name == "local":
         rows.update(_run_local(todo, workers, show, folder, fmt, rows, last_write))
     elif todo:
         if workers is not None:
             raise ParameterError("workers must not be given with backend 'spark' (got it): Spark's executors run "
                                  "the points")
-        for row in spark_map(run_point, todo, master):
+        for row in spark_map(run_point, todo, where.master):
             rows[row["point"]] = row
             if folder is not None:
                 _write_point(folder, row["point"], grid[row["point"]], row)
@@ -381,42 +334,17 @@ def _table(rows: dict):
 
 
 def _run_local(todo, workers, show, folder, fmt, rows, last_write) -> dict:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    from .simulate import ensure_compiled
+    from .runs import ensure_compiled
 
     for placement in {point_system(t[1]).placement for t in todo}:
-        ensure_compiled(placement)          # compile once, before the fork
-    workers = check_int("workers", workers, low=1) if workers is not None else (os.cpu_count() or 1)
-    bar = None
-    if show:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(todo), desc="sweep points", leave=False)
+        ensure_compiled(placement)          # once, before the fork
     new = {}
-    pool = None
-    try:
-        if workers == 1:
-            iterator = (run_point(t) for t in todo)
-        else:
-            pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)),
-                                       mp_context=multiprocessing.get_context("fork"))
-            iterator = (f.result() for f in as_completed([pool.submit(run_point, t) for t in todo]))
-        for row in iterator:
-            new[row["point"]] = row
-            if bar is not None:
-                bar.update()
-            if folder is not None and time.monotonic() - last_write > 5:
-                _write_table(_table({**rows, **new}), folder, fmt)
-                last_write = time.monotonic()
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-        if bar is not None:
-            bar.close()
+    for row in pool_map(run_point, todo, workers, show, "sweep points", ordered=False):
+        new[row["point"]] = row
+        if folder is not None and time.monotonic() - last_write > 5:
+            _write_table(_table({**rows, **new}), folder, fmt)
+            last_write = time.monotonic()
     return new
 
 
-__all__ = ["BACKENDS", "FIELDS", "backend_from_environment", "check_grid", "grid_from_options", "point_row",
-           "point_system", "run_point", "spark_map", "sweep"]
+__all__ = ["FIELDS", "check_grid", "grid_from_options", "point_row", "point_system", "run_point", "sweep"]

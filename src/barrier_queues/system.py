@@ -41,17 +41,19 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
+from . import rules, schedulers
 from ._validation import (
+    TIME_SCALE,
     ParameterError,
     check_choice,
     check_int,
-    check_nonnegative,
     check_positive,
     check_probability,
+    check_time,
 )
 from .distributions import Exponential, TaskDistribution, as_task_distribution
 
@@ -59,21 +61,15 @@ from .distributions import Exponential, TaskDistribution, as_task_distribution
 MAX_SERVERS = 1_000_000
 #: the most task draws one job may need (k tasks x m phases)
 MAX_DRAWS_PER_JOB = 1_000_000
-#: time-like parameters must lie within this factor of the mean task time (floating-point range)
-TIME_SCALE = 1e9
-
-RELEASES = ("fixed", "knee", "timeout")
-PLACEMENTS = ("central", "sample")
-SYNCS = ("ideal", "spark")
 ARRIVALS = ("poisson", "deterministic")
 OVERHEADS = (None, "paper", "event")
 
-#: defaults of the knee detector (EXTENSIONS.md section 1; RFC 6298's gains)
-KNEE_DEFAULTS = {"min_fraction": 0.5, "min_wait": 0.0, "knee_gain": 0.125}
-#: Sparrow's probe ratio (seed 003)
-DEFAULT_PROBE_RATIO = 2.0
-#: Spark's barrier() polling period in seconds (SPARK.md)
-DEFAULT_SYNC_POLL = 1.0
+
+def _opt(help_: str, kind: str, low=None, high=None, open_low: bool = False, short: str | None = None,
+         flag: str | None = None, choices=None) -> dict:
+    """Field metadata from which the command line is generated: help, value kind and range, flags."""
+    return {"help": help_, "kind": kind, "low": low, "high": high, "open_low": open_low, "short": short,
+            "flag": flag, "choices": choices}
 
 
 def parse_pmf(pmf, servers: int) -> tuple[tuple[int, float], ...]:
@@ -115,17 +111,6 @@ def parse_pmf(pmf, servers: int) -> tuple[tuple[int, float], ...]:
     return tuple(sorted((k, p / total) for k, p in pairs if p > 0))
 
 
-def _time(name: str, value, mean_task: float, allow_zero: bool = False) -> float:
-    """A time-like parameter, finite, > 0 (or >= 0) and within TIME_SCALE of the mean task time."""
-    v = check_nonnegative(name, value) if allow_zero else check_positive(name, value, "(time units)")
-    lo, hi = mean_task / TIME_SCALE, mean_task * TIME_SCALE
-    if (v > 0 or not allow_zero) and not lo <= v <= hi:
-        raise ParameterError(f"{name} must lie within a factor 1e9 of the mean task time {mean_task:.6g}, "
-                             f"i.e. {lo:.3g} <= {name} <= {hi:.3g}" + (" or be 0" if allow_zero else "")
-                             + f" (got {v!r})")
-    return v
-
-
 @dataclass(frozen=True)
 class BarrierSystem:
     """A barrier-mode parallel system (see the module docstring for every field).
@@ -151,34 +136,57 @@ class BarrierSystem:
     True
     """
 
-    servers: int
-    tasks: int | None = None
-    needed: int | None = None
-    barriers: int = 1
-    task_rate: float | None = None
-    arrival_rate: float | None = None
-    task_dist: object = None
-    tasks_pmf: object = None
-    arrival: str = "poisson"
-    barrier_fraction: float = 1.0
-    overhead: str | None = None
-    revive_interval: float | None = None
-    release: str = "fixed"
-    min_fraction: float | None = None
+    servers: int = field(metadata=_opt("workers s >= 1", "int", 1, short="-s"))
+    tasks: int | None = field(default=None, metadata=_opt("tasks per job, 1 <= k <= s", "int", 1, short="-k"))
+    needed: int | None = field(default=None, metadata=_opt("tasks that must finish, 1 <= l <= k (default k)", "int", 1,
+                                                            short="-l"))
+    barriers: int = field(default=1, metadata=_opt("1: start barrier; 2: start and departure barrier (default 1)",
+                                                    "int", 1, 2, short="-b"))
+    task_rate: float | None = field(default=None, metadata=_opt("rate mu of exponential tasks (default 1)", "float", 0,
+                                                                open_low=True))
+    arrival_rate: float | None = field(default=None, metadata=_opt("job arrival rate lambda > 0", "float", 0,
+                                                                   open_low=True))
+    task_dist: object = field(default=None, metadata=_opt(
+        "task law, e.g. 'erlang:shape=4,rate=4', 'bimodal:p=0.9,rate1=10,rate2=0.1'", "str"))
+    tasks_pmf: object = field(default=None, metadata=_opt("pmf of k, e.g. '4:0.5,12:0.5' (instead of --tasks)", "str"))
+    arrival: str = field(default="poisson", metadata=_opt("arrival process (default poisson)", "choice",
+                                                          choices=ARRIVALS))
+    barrier_fraction: float = field(default=1.0, metadata=_opt(
+        "probability p that a job is a barrier job (hybrid; default 1)", "float", 0, 1))
+    overhead: str | None = field(default=None, metadata=_opt("Spark blocking overhead model", "choice",
+                                                             choices=OVERHEADS[1:]))
+    revive_interval: float | None = field(default=None, metadata=_opt(
+        "revive interval R (with --overhead; default 1)", "float", 0, open_low=True, flag="--revive"))
+    release: str = field(default="fixed", metadata=_opt("when a job departs (default fixed)", "rule"))
+    min_fraction: float | None = None          # the rules' parameters: declared in barrier_queues.rules
     min_wait: float | None = None
     knee_gain: float | None = None
     timeout: float | None = None
-    placement: str = "central"
-    probe_ratio: float | None = None
-    phases: int = 1
-    sync: str | None = None
+    placement: str = field(default="central", metadata=_opt(
+        "the scheduler: central (default: one FIFO queue) or sample (batch sampling)", "scheduler"))
+    probe_ratio: float | None = field(default=None, metadata=_opt("sample: probes per task d >= 1 (default 2)",
+                                                                  "float", 1))
+    phases: int = field(default=1, metadata=_opt("phases per job m >= 1, barrier() between them (default 1)",
+                                                 "int", 1))
+    sync: str | None = field(default=None, metadata=_opt("barrier() release with --phases (default ideal)", "rule"))
     sync_poll: float | None = None
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
         s = check_int("servers", self.servers, low=1, high=MAX_SERVERS, high_name=f"{MAX_SERVERS:,}")
         set_("servers", s)
-        # -- tasks per job ------------------------------------------------------
+        self._validate_tasks(set_, s)
+        set_("barriers", check_choice("barriers", self.barriers, (1, 2)))
+        self._validate_task_law(set_)
+        self._validate_arrivals(set_)
+        self._validate_overhead(set_)
+        set_("release", check_choice("release", self.release, rules.names("release")))
+        rules.validate(self, set_, "release")           # each rule's parameters and checks: barrier_queues.rules
+        set_("placement", check_choice("placement", self.placement, schedulers.names()))
+        schedulers.validate(self, set_)                 # each scheduler's fields and checks: its room
+        self._validate_phases(set_)
+
+    def _validate_tasks(self, set_, s: int) -> None:
         if (self.tasks is None) == (self.tasks_pmf is None):
             raise ParameterError("give exactly one of tasks (an integer 1 <= tasks <= servers) and tasks_pmf "
                                  "(got " + ("neither" if self.tasks is None else "both") + ")")
@@ -187,20 +195,17 @@ class BarrierSystem:
             set_("tasks", k)
             set_("needed", k if self.needed is None else
                  check_int("needed", self.needed, low=1, high=k, high_name=f"tasks = {k}"))
-        else:
-            set_("tasks_pmf", parse_pmf(self.tasks_pmf, s))
-            if len(self.tasks_pmf) == 1:                        # a one-point pmf is a fixed k
-                set_("tasks", self.tasks_pmf[0][0])
-                set_("tasks_pmf", None)
-                if self.needed is not None:
-                    raise ParameterError(f"needed must be None with tasks_pmf (got {self.needed!r}): "
-                                         "(s,k,l) jobs need a fixed tasks")
-                set_("needed", self.tasks)
-            elif self.needed is not None:
-                raise ParameterError(f"needed must be None with tasks_pmf (got {self.needed!r}): "
-                                     "(s,k,l) jobs need a fixed tasks")
-        set_("barriers", check_choice("barriers", self.barriers, (1, 2)))
-        # -- task law -----------------------------------------------------------
+            return
+        set_("tasks_pmf", parse_pmf(self.tasks_pmf, s))
+        if self.needed is not None:
+            raise ParameterError(f"needed must be None with tasks_pmf (got {self.needed!r}): "
+                                 "(s,k,l) jobs need a fixed tasks")
+        if len(self.tasks_pmf) == 1:                        # a one-point pmf is a fixed k
+            set_("tasks", self.tasks_pmf[0][0])
+            set_("tasks_pmf", None)
+            set_("needed", self.tasks)
+
+    def _validate_task_law(self, set_) -> None:
         if self.task_dist is not None and self.task_rate is not None and not (
                 isinstance(self.task_dist, Exponential) and self.task_dist.rate == self.task_rate):
             raise ParameterError("give at most one of task_rate (exponential tasks) and task_dist (any law) "
@@ -219,7 +224,9 @@ class BarrierSystem:
         if not (math.isfinite(mean) and 1e-12 <= mean <= 1e12):
             raise ParameterError(f"task_dist must have a mean task time between 1e-12 and 1e12 time units "
                                  f"(got {mean!r})")
-        # -- arrivals -----------------------------------------------------------
+
+    def _validate_arrivals(self, set_) -> None:
+        mean = self.task_dist.mean()
         if self.arrival_rate is not None:
             lam = check_positive("arrival_rate", self.arrival_rate, "(jobs per unit time)")
             if not 1 / TIME_SCALE <= lam * mean <= TIME_SCALE:
@@ -228,7 +235,6 @@ class BarrierSystem:
                                      f"{TIME_SCALE / mean:.3g} (got {lam!r})")
             set_("arrival_rate", lam)
         set_("arrival", check_choice("arrival", self.arrival, ARRIVALS))
-        # -- hybrid -------------------------------------------------------------
         p = check_probability("barrier_fraction", self.barrier_fraction)
         set_("barrier_fraction", p)
         if p < 1 and self.needed not in (None, self.tasks):
@@ -237,96 +243,46 @@ class BarrierSystem:
         if p == 0 and self.barriers == 2:
             raise ParameterError("barriers must be 1 when barrier_fraction = 0 (got 2): a departure barrier "
                                  "needs barrier jobs")
-        # -- Spark overhead -----------------------------------------------------
+
+    def _validate_overhead(self, set_) -> None:
         set_("overhead", check_choice("overhead", self.overhead, OVERHEADS))
         if self.overhead is None:
             if self.revive_interval is not None:
                 raise ParameterError(f"revive_interval must be None without an overhead model (got "
                                      f"{self.revive_interval!r}): it sets Spark's revive timer (--revive needs "
                                      "--overhead paper|event)")
-        else:
-            set_("revive_interval", _time("revive_interval", 1.0 if self.revive_interval is None
-                                          else self.revive_interval, mean))
-            if self.arrival_rate is None:
-                raise ParameterError("arrival_rate must be given (> 0) with a Spark overhead model: "
-                                     "offers follow job arrivals (got None)")
-        # -- release policy -----------------------------------------------------
-        release = check_choice("release", self.release, RELEASES)
-        knee = {"min_fraction": self.min_fraction, "min_wait": self.min_wait, "knee_gain": self.knee_gain}
-        if release != "knee":
-            for name, value in knee.items():
-                if value is not None:
-                    raise ParameterError(f"{name} must be None unless release = 'knee' (got {value!r} with "
-                                         f"release = {release!r})")
-        else:
-            f = KNEE_DEFAULTS["min_fraction"] if self.min_fraction is None else self.min_fraction
-            set_("min_fraction", check_probability("min_fraction", f, open_low=True))
-            set_("min_wait", _time("min_wait", KNEE_DEFAULTS["min_wait"] if self.min_wait is None
-                                   else self.min_wait, mean, allow_zero=True))
-            set_("knee_gain", check_probability("knee_gain", KNEE_DEFAULTS["knee_gain"] if self.knee_gain is None
-                                                else self.knee_gain, open_low=True))
-        if release != "timeout":
-            if self.timeout is not None:
-                raise ParameterError(f"timeout must be None unless release = 'timeout' (got {self.timeout!r})")
-        else:
-            if self.timeout is None:
-                raise ParameterError("timeout must be given (a time > 0) with release = 'timeout' (got None)")
-            set_("timeout", _time("timeout", self.timeout, mean))
-        if release != "fixed":
-            if self.tasks_pmf is None and self.needed != self.tasks:
-                raise ParameterError(f"needed must equal tasks with release = {release!r} (got needed = "
-                                     f"{self.needed}, tasks = {self.tasks}): the {release} rule chooses how many "
-                                     "tasks finish")
-            if p < 1:
-                raise ParameterError(f"barrier_fraction must be 1 with release = {release!r} (got {p!r}): "
-                                     "a release rule needs tasks that start together")
-        # -- placement ----------------------------------------------------------
-        set_("placement", check_choice("placement", self.placement, PLACEMENTS))
-        if self.placement == "central":
-            if self.probe_ratio is not None:
-                raise ParameterError(f"probe_ratio must be None with placement = 'central' (got "
-                                     f"{self.probe_ratio!r}): --probe-ratio needs --placement sample")
-        else:
-            d = DEFAULT_PROBE_RATIO if self.probe_ratio is None else self.probe_ratio
-            d = check_positive("probe_ratio", d)
-            if d < 1:
-                raise ParameterError(f"probe_ratio must be a number >= 1 (got {d!r}): a job probes at least "
-                                     "k workers")
-            set_("probe_ratio", float(min(d, s)))      # d k >= s probes every worker (EXTENSIONS.md 2)
-            if self.overhead is not None:
-                raise ParameterError(f"overhead must be None with placement = 'sample' (got {self.overhead!r}): "
-                                     "Spark's revive timer belongs to its central scheduler")
-        # -- phases -------------------------------------------------------------
+            return
+        set_("revive_interval", check_time("revive_interval", 1.0 if self.revive_interval is None
+                                           else self.revive_interval, self.task_dist.mean()))
+        if self.arrival_rate is None:
+            raise ParameterError("arrival_rate must be given (> 0) with a Spark overhead model: "
+                                 "offers follow job arrivals (got None)")
+
+    def _validate_phases(self, set_) -> None:
         m = check_int("phases", self.phases, low=1)
         set_("phases", m)
         if m * self.max_tasks > MAX_DRAWS_PER_JOB:
             raise ParameterError(f"phases must be at most {MAX_DRAWS_PER_JOB // self.max_tasks:,} for jobs of "
                                  f"{self.max_tasks} tasks (tasks x phases <= {MAX_DRAWS_PER_JOB:,}; got {m})")
         if m == 1:
-            for name in ("sync", "sync_poll"):
+            for name in ("sync", *(p.name for p in rules.params("sync"))):
                 if getattr(self, name) is not None:
                     raise ParameterError(f"{name} must be None with phases = 1 (got {getattr(self, name)!r}): "
                                          "barrier() sync points need phases >= 2")
-        else:
-            set_("sync", check_choice("sync", "ideal" if self.sync is None else self.sync, SYNCS))
-            if self.sync == "ideal":
-                if self.sync_poll is not None:
-                    raise ParameterError(f"sync_poll must be None with sync = 'ideal' (got {self.sync_poll!r}): "
-                                         "only Spark's barrier() polls")
-            else:
-                set_("sync_poll", _time("sync_poll", DEFAULT_SYNC_POLL if self.sync_poll is None
-                                        else self.sync_poll, mean))
-            if self.tasks_pmf is None and self.needed != self.tasks:
-                raise ParameterError(f"needed must equal tasks with phases > 1 (got needed = {self.needed}, "
-                                     f"tasks = {self.tasks}): a phased job waits for every task")
-            if release != "fixed":
-                raise ParameterError(f"release must be 'fixed' with phases > 1 (got {release!r})")
-            if self.overhead == "paper":
-                raise ParameterError("overhead must be None or 'event' with phases > 1 (got 'paper'): the paper's "
-                                     "iid overhead is defined for one-phase tasks")
-            if p < 1:
-                raise ParameterError(f"barrier_fraction must be 1 with phases > 1 (got {p!r}): barrier() "
-                                     "needs tasks that run together")
+            return
+        set_("sync", check_choice("sync", "ideal" if self.sync is None else self.sync, rules.names("sync")))
+        rules.validate(self, set_, "sync")
+        if self.tasks_pmf is None and self.needed != self.tasks:
+            raise ParameterError(f"needed must equal tasks with phases > 1 (got needed = {self.needed}, "
+                                 f"tasks = {self.tasks}): a phased job waits for every task")
+        if self.release != "fixed":
+            raise ParameterError(f"release must be 'fixed' with phases > 1 (got {self.release!r})")
+        if self.overhead == "paper":
+            raise ParameterError("overhead must be None or 'event' with phases > 1 (got 'paper'): the paper's "
+                                 "iid overhead is defined for one-phase tasks")
+        if self.barrier_fraction < 1:
+            raise ParameterError(f"barrier_fraction must be 1 with phases > 1 (got {self.barrier_fraction!r}): "
+                                 "barrier() needs tasks that run together")
 
     # -- derived quantities (no validation: the fields are valid) ------------------
     @property
@@ -443,6 +399,34 @@ class BarrierSystem:
         return ", ".join(parts)
 
 
+def option_fields() -> list[dict]:
+    """Every system field as a command-line option, generated from the field metadata and the registries.
+
+    Each entry: ``name`` (the field), ``flag``, ``short``, ``kind`` (``int``,
+    ``float``, ``str`` or ``choice``), ``low``, ``high``, ``open_low``,
+    ``choices`` and ``help``. Rule parameters come from
+    :mod:`barrier_queues.rules`, rule and scheduler choices from the registries.
+    """
+    out = []
+    for f in fields(BarrierSystem):
+        meta = dict(f.metadata)
+        if not meta:                                    # a rule's parameter
+            p = rules.get_param(f.name)
+            meta = {"help": p.help, "kind": "float", **p.cli_range(), "short": None, "flag": p.flag, "choices": None}
+        elif meta["kind"] == "rule":
+            names = rules.names(f.name)
+            meta = {**meta, "kind": "choice", "choices": names,
+                    "help": meta["help"] + ": " + "; ".join(f"{n}: {rules.get(f.name, n).help}" for n in names)}
+        elif meta["kind"] == "scheduler":
+            meta = {**meta, "kind": "choice", "choices": schedulers.names()}
+        meta["name"] = f.name
+        meta["flag"] = meta.get("flag") or "--" + f.name.replace("_", "-")
+        meta.setdefault("high", None)
+        meta.setdefault("open_low", False)
+        out.append(meta)
+    return out
+
+
 def as_system(system=None, **kwargs) -> BarrierSystem:
     """A :class:`BarrierSystem` from a system or from keyword arguments (the boundary of public functions)."""
     if system is None:
@@ -474,5 +458,5 @@ def exponential_rate(system: BarrierSystem, what: str) -> float:
     return system.task_dist.rate
 
 
-__all__ = ["BarrierSystem", "TaskDistribution", "as_system", "exponential_rate", "parse_pmf", "require",
-           "KNEE_DEFAULTS", "DEFAULT_PROBE_RATIO", "DEFAULT_SYNC_POLL", "MAX_SERVERS"]
+__all__ = ["BarrierSystem", "MAX_SERVERS", "TaskDistribution", "as_system", "exponential_rate", "option_fields",
+           "parse_pmf", "require"]

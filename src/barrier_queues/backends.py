@@ -1,0 +1,188 @@
+"""Where simulations run: a process pool on this machine, or a Spark cluster.
+
+A backend is chosen once, at the boundary of a public function
+(:func:`~barrier_queues.simulate_many`, :func:`~barrier_queues.sweep`, ...),
+by its ``backend`` and ``master`` arguments (:func:`resolve`); only when
+``backend`` is None is the environment read (``SWEEP_BACKEND``,
+``SPARK_MASTER``: ``make book-full`` on a cluster). Below the boundary the
+choice travels as an argument.
+
+* ``"local"``: a fork-based process pool (:func:`pool_map`), progress bar on a
+  terminal; one process runs in the caller.
+* ``"spark"``: each item becomes a Spark task (:func:`spark_map`) on
+  ``local[N]``, ``local-cluster[...]`` or ``spark://``; each Python worker,
+  which Spark reuses, loads the compiled kernels once. Every executor needs
+  this package installed.
+
+Results never depend on the backend: random streams are fixed by the items
+(``SeedSequence`` children), not by where or in which order they run.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+
+from ._validation import ParameterError, check_choice, check_int
+
+BACKENDS = ("local", "spark")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A resolved backend: ``name`` (``"local"`` or ``"spark"``) and the Spark ``master`` (None locally)."""
+
+    name: str = "local"
+    master: str | None = None
+
+
+def resolve(backend: str | Backend | None = None, master: str | None = None) -> Backend:
+    """The backend of a public call: its arguments, else ``SWEEP_BACKEND`` / ``SPARK_MASTER``, else local."""
+    if isinstance(backend, Backend):
+        return backend
+    if backend is None:
+        backend = os.environ.get("SWEEP_BACKEND", "local") or "local"
+        check_choice("SWEEP_BACKEND", backend, BACKENDS)
+    backend = check_choice("backend", backend, BACKENDS)
+    if backend == "spark" and master is None:
+        master = os.environ.get("SPARK_MASTER") or None
+    if master is not None and backend != "spark":
+        raise ParameterError(f"master must be given only with backend 'spark' (got {master!r} with backend "
+                             f"{backend!r})")
+    return Backend(backend, (master or "local[*]") if backend == "spark" else None)
+
+
+def backend_from_environment() -> tuple[str, str | None]:
+    """``(backend, master)`` from ``SWEEP_BACKEND`` and ``SPARK_MASTER`` (default: local)."""
+    b = resolve(None)
+    return b.name, b.master
+
+
+# --------------------------------------------------------------------------------------------------
+# this machine
+
+def pool_map(function, items: list, workers: int | None = None, progress: bool | None = None, desc: str = "",
+             ordered: bool = True):
+    """Yield ``function(x)`` for the items from a fork-based process pool (in the caller for one worker).
+
+    ``ordered``: results in item order (else as they finish). ``workers``
+    defaults to all cores; ``progress`` (default: on a terminal) shows a bar.
+    """
+    workers = check_int("workers", workers, low=1) if workers is not None else (os.cpu_count() or 1)
+    workers = max(1, min(len(items), workers))
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = None
+    if show:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(items), desc=desc, leave=False)
+    pool = None
+    try:
+        if workers <= 1:
+            iterator = (function(x) for x in items)
+        else:
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+            iterator = (pool.map(function, items) if ordered
+                        else (f.result() for f in as_completed([pool.submit(function, x) for x in items])))
+        for result in iterator:
+            if bar is not None:
+                bar.update()
+            yield result
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if bar is not None:
+            bar.close()
+
+
+# --------------------------------------------------------------------------------------------------
+# Spark
+
+def java_version() -> int:
+    """Major version of the ``java`` on PATH (or in JAVA_HOME); clear error if there is none."""
+    java = shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin")
+                        if os.environ.get("JAVA_HOME") else None) or shutil.which("java")
+    if java is None:
+        raise ParameterError("java must be installed (Java 17 or newer) for the Spark benchmark: "
+                             "none found on PATH or in JAVA_HOME")
+    out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if not m:
+        raise ParameterError(f"java -version gave no version string ({(out.stderr or out.stdout)[:80]!r})")
+    major = int(m.group(1)) if m.group(1) != "1" else int(m.group(2))
+    if major < 17:
+        raise ParameterError(f"java must be version 17 or newer for Spark 4 (got Java {major} at {java})")
+    return major
+
+
+def check_master_reachable(master: str, timeout: float = 5.0) -> None:
+    """For a ``spark://host:port[,host:port]`` master, fail fast unless one of its hosts accepts a connection.
+
+    Spark itself would retry the registration for about a minute and then
+    stop the context with a Java stack trace; this gives one clear message.
+    """
+    import socket
+
+    if not master.startswith("spark://"):
+        return
+    reasons = []
+    for address in master[len("spark://"):].split(","):
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise ParameterError(f"master must be 'spark://host:port' (got {master!r})")
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+            return
+        except OSError as exc:
+            reasons.append(f"{address}: {exc.strerror or type(exc).__name__}")
+    raise ParameterError(f"master must be reachable: nothing accepted a connection at {master} "
+                         f"({'; '.join(reasons)}); is the standalone master running?")
+
+
+def spark_session(master: str, app: str = "barrier-queues-sweep"):
+    """A SparkSession on ``master`` for running items as tasks (checked: pyspark, Java, a reachable master)."""
+    if not re.match(r"^(local(\[(\d+|\*)\])?|local-cluster\[\d+,\d+,\d+\]|spark://.+)$", master or ""):
+        raise ParameterError(f"master must be local[N], local-cluster[N,1,MB] or spark://host:port (got {master!r})")
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise ParameterError("pyspark must be installed for backend 'spark' (pip install pyspark)") from None
+    java_version()
+    check_master_reachable(master)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        from pyspark.sql import SparkSession
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (SparkSession.builder.master(master).appName(app)
+               .config("spark.ui.enabled", "false").config("spark.python.worker.reuse", "true")
+               .config("spark.task.maxFailures", "1"))
+    if master.startswith("local"):
+        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    return builder.getOrCreate()
+
+
+def spark_map(function, items: list, master: str) -> list:
+    """``[function(x) for x in items]`` as Spark tasks (one per item), results in item order."""
+    spark = spark_session(master)
+    try:
+        sc = spark.sparkContext
+        rdd = sc.parallelize(list(enumerate(items)), numSlices=max(1, len(items)))
+        pairs = rdd.map(lambda pair: (pair[0], function(pair[1]))).collect()
+    finally:
+        spark.stop()
+    out = [None] * len(items)
+    for i, value in pairs:
+        out[i] = value
+    return out
+
+
+__all__ = ["BACKENDS", "Backend", "backend_from_environment", "check_master_reachable", "java_version", "pool_map",
+           "resolve", "spark_map", "spark_session"]

@@ -1,0 +1,140 @@
+"""The random inputs of a simulation: what is drawn, in which order, and in which chunks.
+
+Every simulator of this library (the compiled kernels of each scheduler and
+their plain-Python references) consumes the same pre-drawn arrays, so that a
+kernel and its reference fed the same inputs must agree bit for bit.
+
+* **Streams.** Replication ``r`` of a run with ``seed`` draws from
+  ``SeedSequence(seed).spawn(replications)[r]`` (:func:`spawn_seeds`);
+  randomness is owned by the caller and nothing is seeded globally.
+* **Order.** Per chunk: arrival gaps, k (pmf), barrier flags (hybrid), task
+  times (``k m`` per job, phase-major), the paper's overheads
+  (:func:`draw_jobs`). Batch sampling draws its probed workers from a child
+  stream (:func:`draw_probes`), so a sampled system sees exactly the jobs of
+  the central one with the same seed.
+* **Chunks.** 65,536 jobs, fewer for jobs of many draws (:func:`chunk_jobs`): a
+  function of the system only, so results do not depend on the machine.
+
+Times are in the system's time unit (mean task time ``1/mu``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ._validation import check_int
+
+if TYPE_CHECKING:                 # annotations only: the system imports the schedulers, which import this
+    from .system import BarrierSystem
+
+#: jobs per chunk of random inputs; fixed so that results do not depend on the machine
+CHUNK = 1 << 16
+#: task draws per chunk at most (memory); a chunk holds min(65,536, 2^22 / (k m)) jobs
+CHUNK_DRAWS = 1 << 22
+
+
+def chunk_jobs(system: BarrierSystem) -> int:
+    """Jobs per chunk of random inputs: 65,536, fewer for jobs of many draws (a function of the system only,
+    so that results do not depend on the machine)."""
+    return max(1, min(CHUNK, CHUNK_DRAWS // (system.max_tasks * system.phases)))
+
+
+def generator(seed) -> np.random.Generator:
+    """A Generator from a seed, a SeedSequence or a Generator (used as is)."""
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def spawn_seeds(seed, n: int) -> list[np.random.SeedSequence]:
+    """``n`` independent streams: ``SeedSequence(seed).spawn(n)`` (``seed``: None, an int >= 0 or a SeedSequence)."""
+    if seed is not None and not isinstance(seed, np.random.SeedSequence):
+        seed = check_int("seed", seed, low=0, high=2**128 - 1, high_name="2**128 - 1")
+    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    return root.spawn(n)
+
+
+def draw_jobs(system: BarrierSystem, n: int, rng: np.random.Generator, start_time: float = 0.0,
+              saturated: bool = False) -> dict:
+    """Draw the random inputs of ``n`` jobs, in a fixed order.
+
+    Returns arrays ``arrival`` (absolute times from ``start_time``),
+    ``tasks``, ``barrier``, ``times`` (``k m`` draws per job, phase-major,
+    the paper's overhead added to the first phase) and ``offsets`` (index of
+    each job's first draw). ``saturated`` puts every arrival at
+    ``start_time`` (an always-backlogged system). Draw order: arrival gaps,
+    k (pmf), barrier flags (hybrid), task times, overheads.
+    """
+    if saturated:
+        arrivals = np.full(n, start_time)
+    elif system.arrival == "poisson":
+        arrivals = start_time + np.cumsum(rng.exponential(1.0 / system.arrival_rate, n))
+    else:
+        arrivals = start_time + np.arange(1, n + 1) / system.arrival_rate
+    if system.tasks_pmf is None:
+        tasks = np.full(n, system.tasks, dtype=np.int64)
+    else:
+        tasks = system.ks[rng.choice(system.ks.size, size=n, p=system.pk)]
+    if system.barrier_fraction == 1:
+        barrier = np.ones(n, dtype=np.bool_)
+    elif system.barrier_fraction == 0:
+        barrier = np.zeros(n, dtype=np.bool_)
+    else:
+        barrier = rng.random(n) < system.barrier_fraction
+    m = system.phases
+    draws = tasks * m
+    offsets = np.zeros(n, dtype=np.int64)
+    np.cumsum(draws[:-1], out=offsets[1:])
+    total = int(draws.sum())
+    times = np.asarray(system.task_dist.rvs(size=total, random_state=rng), dtype=np.float64)
+    if system.overhead == "paper":
+        from .overhead import OverheadModel
+
+        # one overhead per task (the system refuses the paper's model with phases)
+        times += OverheadModel(system.revive_interval, system.arrival_rate).rvs(total, rng)
+    return {"arrival": arrivals, "tasks": tasks, "barrier": barrier, "times": times, "offsets": offsets}
+
+
+def probe_count(system: BarrierSystem, k) -> np.ndarray:
+    """Workers probed by a job of ``k`` tasks: ``min(s, ceil(d k))`` (EXTENSIONS.md section 2)."""
+    k = np.asarray(k, dtype=np.int64)
+    return np.minimum(system.servers, np.ceil(system.probe_ratio * k - 1e-9).astype(np.int64))
+
+
+def draw_probes(system: BarrierSystem, tasks: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The workers each job probes: ``min(s, ceil(d k))`` distinct ones, uniformly at random.
+
+    Returns ``(probes, offsets)``: job ``j`` probes ``probes[offsets[j]:offsets[j+1]]``,
+    sorted by worker index. Each job's workers are the first ``m`` of a
+    uniformly random permutation of the ``s`` workers (argsort of ``s``
+    uniform keys), drawn in rows of at most ``2^22 / s`` jobs.
+    """
+    s = system.servers
+    n = tasks.size
+    counts = probe_count(system, tasks)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    probes = np.empty(int(offsets[-1]), dtype=np.int64)
+    rows = max(1, (1 << 22) // s)
+    for a in range(0, n, rows):
+        b = min(n, a + rows)
+        order = np.argsort(rng.random((b - a, s)), axis=1, kind="stable")
+        for m in np.unique(counts[a:b]):
+            sel = np.flatnonzero(counts[a:b] == m)
+            chosen = np.sort(order[sel, :m], axis=1)
+            starts = offsets[a + sel]
+            probes[(starts[:, None] + np.arange(m)).ravel()] = chosen.ravel()
+    return probes, offsets
+
+
+def as_kernel_inputs(inputs: dict) -> dict:
+    """Given inputs (e.g. a measured workload) as the contiguous arrays the kernels take."""
+    return {"arrival": np.ascontiguousarray(inputs["arrival"], dtype=np.float64),
+            "tasks": np.ascontiguousarray(inputs["tasks"], dtype=np.int64),
+            "barrier": np.ascontiguousarray(inputs["barrier"], dtype=np.bool_),
+            "times": np.ascontiguousarray(inputs["times"], dtype=np.float64),
+            "offsets": np.ascontiguousarray(inputs["offsets"], dtype=np.int64)}
+
+
+__all__ = ["CHUNK", "CHUNK_DRAWS", "as_kernel_inputs", "chunk_jobs", "draw_jobs", "draw_probes", "generator",
+           "probe_count", "spawn_seeds"]

@@ -1,0 +1,228 @@
+"""One replication of a system, and many of them on a backend.
+
+:func:`run_replication` draws a replication's random inputs
+(:mod:`barrier_queues.inputs`), runs the system's scheduler
+(:mod:`barrier_queues.schedulers`) chunk by chunk and streams per-job
+results into the statistics (:class:`barrier_queues.statistics.RunAccumulator`),
+keeping per-job records only on request. :func:`run_replications` runs many
+on a backend (:mod:`barrier_queues.backends`) and chooses each system's
+warm-up over its replications together.
+
+Times are in the system's time unit (mean task time ``1/mu``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._validation import ParameterError
+from .backends import Backend, pool_map, spark_map
+from .inputs import as_kernel_inputs, chunk_jobs, generator
+from .schedulers import get as scheduler
+from .statistics import ReplicationStats, RunAccumulator, RunPartial, finish_replications
+from .system import BarrierSystem
+
+#: per-job record fields (``start``: the start of the job's last task)
+JOB_FIELDS = ("arrival", "start", "departure", "work", "useful", "completed", "held", "tasks", "barrier")
+
+
+@dataclass
+class Replication:
+    """One replication: its streaming statistics and, on request, per-job records and a trace.
+
+    ``partial``: the streamed data before the warm-up is chosen; ``stats``:
+    the statistics after it (chosen for all replications of a system together
+    by :func:`~barrier_queues.statistics.finish_replications`; for a lone
+    replication on first use). ``jobs``: dict of per-job arrays
+    (:data:`JOB_FIELDS`; ``start`` is the start of the job's last task,
+    ``work`` the time its tasks occupied workers, ``useful`` the work of tasks
+    that completed, ``held`` the worker-time spent holding for it before it
+    started) when kept.
+    """
+
+    partial: RunPartial | None = None
+    jobs: dict | None = None
+    trace: object = None
+    kernel_seconds: float = 0.0
+    seconds: float = 0.0
+    saturated: bool = False
+    _stats: ReplicationStats | None = None
+
+    @property
+    def stats(self) -> ReplicationStats:
+        if self._stats is None:
+            self._stats = finish_replications([self.partial], self.saturated)[0]
+            self.partial = None
+        return self._stats
+
+    def __getattr__(self, name):          # rep.start, rep.departure, ... when jobs were kept
+        jobs = self.__dict__.get("jobs")
+        if jobs is not None and name in jobs:
+            return jobs[name]
+        raise AttributeError(name)
+
+
+def finish_group(reps: list, saturated: bool = False) -> list:
+    """Choose the warm-up of a system's replications together and drop their partial data."""
+    for rep, stats in zip(reps, finish_replications([r.partial for r in reps], saturated), strict=True):
+        rep._stats = stats
+        rep.partial = None
+    return reps
+
+
+class Sink:
+    """Receives per-job arrays chunk by chunk: statistics, and kept or written records."""
+
+    CSV_HEADER = ("replication,job,arrival,start,departure,waiting,sojourn,execution,tasks,barrier,work,useful,"
+                  "completed,held\n")
+    CSV_FORMAT = ["%d", "%d"] + ["%.17g"] * 6 + ["%d", "%d", "%.17g", "%.17g", "%d", "%.17g"]
+
+    def __init__(self, system, jobs, warmup, keep, csv_path, replication):
+        self.acc = RunAccumulator(jobs, floor=1e-6 * system.mean_task, warmup=warmup)
+        self.keep = {f: [] for f in JOB_FIELDS} if keep else None
+        self.csv = None
+        self.index = 0
+        self.replication = replication
+        if csv_path is not None:
+            self.csv = open(csv_path, "w")  # noqa: SIM115 (closed in close())
+            self.csv.write(self.CSV_HEADER)
+
+    def add(self, chunk: dict) -> None:
+        held = chunk.get("held")
+        self.acc.add(chunk["arrival"], chunk["start"], chunk["departure"], chunk["work"], chunk["useful"],
+                     chunk["completed"], held)
+        n = chunk["arrival"].size
+        if self.keep is not None:
+            for f in JOB_FIELDS:
+                self.keep[f].append(np.asarray(chunk[f]) if f in chunk else np.zeros(n))
+        if self.csv is not None:
+            a, st, d = chunk["arrival"], chunk["start"], chunk["departure"]
+            cols = [np.full(n, self.replication), np.arange(self.index, self.index + n), a, st, d, st - a, d - a,
+                    d - st, chunk["tasks"], chunk["barrier"].astype(int), chunk["work"], chunk["useful"],
+                    chunk["completed"], held if held is not None else np.zeros(n)]
+            np.savetxt(self.csv, np.column_stack(cols), delimiter=",", fmt=self.CSV_FORMAT)
+        self.index += n
+
+    def close(self):
+        if self.csv is not None:
+            self.csv.close()
+        jobs = None
+        if self.keep is not None:
+            jobs = {f: np.concatenate(v) if v else np.empty(0) for f, v in self.keep.items()}
+            jobs["tasks"] = jobs["tasks"].astype(np.int64)
+            jobs["barrier"] = jobs["barrier"].astype(bool)
+            jobs["completed"] = jobs["completed"].astype(np.int64)
+        return self.acc.partial(), jobs
+
+
+def run_replication(system: BarrierSystem, jobs: int, seed, saturated: bool = False, trace: bool = False,
+                    keep_jobs: bool = False, warmup: int | None = None, jobs_csv=None,
+                    replication: int = 0) -> Replication:
+    """One replication of ``jobs`` jobs from ``seed`` (int, SeedSequence or Generator).
+
+    ``warmup``: jobs dropped at the start (None: MSER-5 at the end).
+    ``trace`` (one chunk of jobs at most, see :func:`~barrier_queues.trace`) adds per-task records;
+    ``keep_jobs`` per-job arrays; ``jobs_csv`` writes per-job rows to that file as they come.
+    """
+    if trace and jobs > chunk_jobs(system):
+        raise ParameterError(f"jobs must be at most {chunk_jobs(system):,} with trace for this system "
+                             f"(got {jobs:,}): a trace is one chunk of inputs")
+    ensure_compiled(system.placement)
+    t_begin = time.perf_counter()
+    sink = Sink(system, jobs, warmup, keep_jobs or trace, jobs_csv, replication)
+    kernel, frame = scheduler(system.placement).run(system, jobs, generator(seed), saturated, trace, sink)
+    partial, kept = sink.close()
+    seconds = time.perf_counter() - t_begin
+    partial.seconds, partial.kernel_seconds = seconds, kernel
+    return Replication(partial, kept, frame, kernel, seconds, saturated)
+
+
+_COMPILED: set = set()
+
+
+def ensure_compiled(placement: str = "central") -> None:
+    """Run a scheduler's kernel once on a tiny system before any fork or timing (a missing build fails here)."""
+    if placement in _COMPILED:
+        return
+    _COMPILED.add(placement)          # run_replication below must not come back here
+    try:
+        system = BarrierSystem(servers=2, tasks=1, arrival_rate=1.0, placement=placement)
+        run_replication(system, 16, np.random.default_rng(0), warmup=0)
+    except Exception:
+        _COMPILED.discard(placement)
+        raise
+
+
+def run_inputs(system: BarrierSystem, inputs: dict, phase: float = 0.0, probes=None) -> dict:
+    """Run the system's kernel on given inputs (one chunk): per-job ``start``, ``departure``, ``work``,
+    ``useful``, ``completed`` (and ``held`` for batch sampling).
+
+    ``inputs`` has the arrays of :func:`~barrier_queues.inputs.draw_jobs`
+    (``arrival`` sorted, ``tasks``, ``barrier``, ``times``, ``offsets``);
+    ``phase`` is the revive timer's phase for the event overhead; ``probes`` =
+    ``(probes, offsets)`` for batch sampling. Used to replay measured
+    workloads (e.g. a Spark run's own arrivals and task times) through the
+    same scheduler as the simulator.
+    """
+    ensure_compiled(system.placement)
+    if inputs["arrival"].size == 0:
+        raise ParameterError("inputs must hold at least one job (got none)")
+    if np.any(np.diff(inputs["arrival"]) < 0):
+        raise ParameterError("inputs arrival times must be sorted (non-decreasing)")
+    arrays = as_kernel_inputs(inputs)
+    if probes is not None:
+        arrays["probes"] = probes
+    return scheduler(system.placement).run_inputs(system, arrays, phase)
+
+
+# --------------------------------------------------------------------------------------------------
+# many replications
+
+@dataclass(frozen=True)
+class Task:
+    """One replication to run: its system, size, stream and outputs."""
+
+    system: BarrierSystem
+    jobs: int
+    seed: object
+    saturated: bool = False
+    warmup: int | None = None
+    keep: bool = False
+    csv_path: object = None
+    index: int = 0
+
+
+def _run_task(task: Task) -> Replication:
+    return run_replication(task.system, task.jobs, task.seed, task.saturated, keep_jobs=task.keep,
+                           warmup=task.warmup, jobs_csv=task.csv_path, replication=task.index)
+
+
+def _run_group(group: list) -> list:
+    """All replications of one system (a Spark task): run and finished together."""
+    return finish_group([_run_task(t) for t in group], group[0].saturated)
+
+
+def run_replications(tasks: list[Task], backend: Backend, workers: int | None = None, progress: bool | None = None,
+                     desc: str = "", group: int = 1) -> list[Replication]:
+    """Run replication tasks on ``backend``: in order, one system's ``group`` consecutive replications
+    finished together (their warm-up chosen together as soon as the last is in, their partial data dropped,
+    so memory holds one system's partial data at a time). Same results, bit for bit, on every backend."""
+    groups = [tasks[i:i + group] for i in range(0, len(tasks), group)]
+    if backend.name == "spark" and len(tasks) > 1:
+        return [rep for reps in spark_map(_run_group, groups, backend.master) for rep in reps]
+    for placement in {t.system.placement for t in tasks}:
+        ensure_compiled(placement)
+    results, pending = [], []
+    for rep in pool_map(_run_task, tasks, workers, progress, desc):
+        pending.append(rep)
+        if len(pending) == group:
+            results += finish_group(pending, tasks[0].saturated)
+            pending = []
+    return results
+
+
+__all__ = ["JOB_FIELDS", "Replication", "Sink", "Task", "ensure_compiled", "finish_group", "run_inputs",
+           "run_replication", "run_replications"]

@@ -1,0 +1,138 @@
+"""Saturated runs: the stability limit of a system by simulation.
+
+An always-backlogged system (every job arrives at time 0) starts jobs at its
+maximum stable rate: after the warm-up, ``jobs / sum of spacings between
+starts`` estimates ``lambda_max`` (MODEL.md section 2, the paper's Monte
+Carlo check of Table I). With the event-accurate Spark overhead only revive
+ticks then offer executors to a blocked job, as in a real Spark run that
+submits a backlog at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import ParameterError, check_probability
+from .backends import resolve
+from .inputs import spawn_seeds
+from .runs import Task, run_replications
+from .simulate import check_run
+from .statistics import batch_means, batch_means_interval, t_interval
+from .system import BarrierSystem, as_system
+
+
+def _saturated_estimate(system: BarrierSystem, reps: list, level: float) -> dict:
+    stats = [r.stats for r in reps]
+    s = system.servers
+    if len(stats) >= 2:
+        lam = [st.jobs / st.sums["spacing"] for st in stats]
+        rho = [x * st.sums["work"] / st.jobs / s for x, st in zip(lam, stats, strict=True)]
+        useful = [x * st.sums["useful"] / st.jobs / s for x, st in zip(lam, stats, strict=True)]
+        held = [x * st.sums["held"] / st.jobs / s for x, st in zip(lam, stats, strict=True)]
+        method = "t interval over replications"
+        batches = None
+    else:
+        st = stats[0]
+        spacing = batch_means(st.block_means["spacing"], 20)
+        lam = list(1 / spacing)
+        work = st.sums["work"] / st.jobs
+        rho = [x * work / s for x in lam]
+        useful = [x * st.sums["useful"] / st.jobs / s for x in lam]
+        held = [x * st.sums["held"] / st.jobs / s for x in lam]
+        method = "t interval over 20 batches of one replication"
+        batches = batch_means_interval(1 / st.block_means["spacing"], 20, level)
+    est = {}
+    total_jobs = sum(st.jobs for st in stats)
+    pooled_lam = total_jobs / sum(st.sums["spacing"] for st in stats)
+    est["lambda_max"] = float(pooled_lam)
+    est["lambda_max_ci"] = t_interval(lam, level)
+    for key, values, col in (("rho_max", rho, "work"), ("rho_useful", useful, "useful"), ("held_share", held, "held")):
+        est[key] = float(pooled_lam * sum(st.sums[col] for st in stats) / total_jobs / s)
+        est[f"{key}_ci"] = t_interval(values, level)
+    est["mean_completed_tasks"] = sum(st.sums["completed"] for st in stats) / total_jobs
+    est.update({"replications": len(stats), "jobs": reps[0].stats.total_jobs, "level": level, "ci_method": method,
+                "warmup": {"rule": stats[0].warmup_rule, "jobs": [st.warmup for st in stats],
+                           "at_limit": [st.warmup_at_limit for st in stats]}})
+    if batches is not None:
+        est["batches"] = {k: batches[k] for k in ("batches", "lag1", "pvalue", "independent")}
+    if system.placement != "sample":
+        est.pop("held_share")
+        est.pop("held_share_ci")
+    return est
+
+
+def saturated_throughput(system: BarrierSystem, jobs: int = 200_000, replications: int = 10, seed=None,
+                         warmup: int | None = None, workers: int | None = None, progress: bool | None = None,
+                         level: float = 0.95, backend=None, master: str | None = None) -> dict:
+    """Stability limit by simulation: the job start rate of an always-backlogged system.
+
+    Every job arrives at time 0 (with the event-accurate Spark overhead only
+    revive ticks then offer executors to a blocked job, as in a real Spark run
+    that submits a backlog at once). After the warm-up (MSER-5 on the spacings
+    between starts, or ``warmup`` jobs) the start rate ``jobs / sum of
+    spacings`` estimates ``lambda_max``; ``rho_max = lambda_max E[work] / s``
+    and ``rho_useful`` likewise with the measured useful work. Intervals: t
+    over replications, or over 20 batches of one replication.
+    """
+    return saturated_many([system], jobs, replications, seed, warmup, workers, progress, level, backend, master)[0]
+
+
+def saturated_many(systems: list, jobs: int = 200_000, replications: int = 10, seed=None,
+                   warmup: int | None = None, workers: int | None = None, progress: bool | None = None,
+                   level: float = 0.95, backend=None, master: str | None = None) -> list[dict]:
+    """:func:`saturated_throughput` for a sweep, all runs in one process pool.
+
+    System ``i`` uses the streams of ``SeedSequence(seed).spawn(len(systems))[i]``.
+    """
+    systems = [as_system(c) for c in systems]
+    level = check_probability("level", level, open_low=True, open_high=True)
+    for c in systems:
+        if c.overhead == "paper":
+            raise ParameterError("overhead must be None or 'event' for a saturated run (got 'paper'): the paper's "
+                                 "model draws from the arrival process; with every job queued at time 0 only revive "
+                                 "ticks offer executors, which the event model follows")
+    jobs, replications, warmup = check_run(jobs, replications, warmup, systems=systems, saturated=True)
+    where = resolve(backend, master)
+    # every job arrives at time 0 (the event overhead keeps its rate for validation only: no later arrivals)
+    cfgs = [c.replace(arrival_rate=None) if c.arrival_rate is not None and c.overhead is None else c
+            for c in systems]
+    tasks = [Task(c, jobs, s, True, warmup, False, None, r)
+             for c, root in zip(cfgs, spawn_seeds(seed, len(cfgs)), strict=True)
+             for r, s in enumerate(root.spawn(replications))]
+    reps = run_replications(tasks, where, workers, progress, "saturated runs", group=replications)
+    return [_saturated_estimate(c, reps[i * replications:(i + 1) * replications], level)
+            for i, c in enumerate(cfgs)]
+
+
+def saturated_curve(servers, tasks, needed=None, barriers=1, task_dist=None, jobs: int = 50_000,
+                    replications: int = 10, seed=None, workers: int | None = None,
+                    progress: bool | None = None, level: float = 0.95, backend=None, master: str | None = None,
+                    **fixed):
+    """Simulated stability limits over a grid, the counterpart of :func:`~barrier_queues.stability_curve`.
+
+    Each of ``servers``, ``tasks``, ``needed`` and ``barriers`` may be a
+    scalar or a list; combinations with ``k > s`` or ``l > k`` are skipped.
+    ``fixed`` are further :class:`BarrierSystem` fields for every point.
+    Returns one row per combination with ``lambda_max``, ``rho_max`` and
+    ``rho_useful`` and their intervals (``*_ci``: [low, high]).
+    """
+    import pandas as pd
+
+    grid = []
+    for s_ in np.atleast_1d(servers):
+        for k in np.atleast_1d(tasks):
+            if k > s_:
+                continue
+            for l_ in ([k] if needed is None else np.atleast_1d(needed)):
+                if l_ > k:
+                    continue
+                for b in np.atleast_1d(barriers):
+                    grid.append(BarrierSystem(servers=int(s_), tasks=int(k), needed=int(l_), barriers=int(b),
+                                              task_dist=task_dist, **fixed))
+    estimates = saturated_many(grid, jobs, replications, seed, None, workers, progress, level, backend, master)
+    rows = [{"servers": c.servers, "tasks": c.tasks, "needed": c.needed, "barriers": c.barriers, **e}
+            for c, e in zip(grid, estimates, strict=True)]
+    return pd.DataFrame(rows)
+
+
+__all__ = ["saturated_curve", "saturated_many", "saturated_throughput"]
