@@ -17,7 +17,8 @@ import time
 import numpy as np
 
 from barrier_queues import BarrierSystem
-from barrier_queues.bounds import bound, plan
+from barrier_queues.bounds import bound
+from barrier_queues.planning import plan
 
 
 def timed(function, repeat: int) -> float:

@@ -7,7 +7,8 @@ import pytest
 from test_simulate import _erlang_c_wait, _pk_wait
 
 import barrier_queues as bq
-from barrier_queues.bounds import BoundProblem, bound, plan, spacing_model, two_barrier_mean_waiting
+from barrier_queues.bounds import BoundProblem, bound, spacing_model, two_barrier_mean_waiting
+from barrier_queues.planning import plan
 
 
 def cfg(**kw):
@@ -104,7 +105,7 @@ def test_simulated_quantiles_never_exceed_the_bounds_at_fifty_random_points_up_t
     interval is not below a bound are simulated again with 8x and 50x the jobs; a real violation persists).
     Where the interval still contains the bound ("tight"), the bound must be the GI|GI one within 3 % of the
     estimate: the G|G form is never that tight. The margins are reported by the bounds chapter."""
-    from barrier_queues.bounds import random_point_check
+    from barrier_queues.planning import random_point_check
 
     table = random_point_check(50, seed=20251214, jobs=100_000, replications=10, max_load=0.95)
     assert len(table.point.unique()) == 50 and table.load.max() > 0.9
@@ -166,7 +167,7 @@ def test_bad_epsilon_and_form():
 
 
 def test_bounds_versus_simulation_table_and_epsilon_check():
-    from barrier_queues.bounds import bounds_versus_simulation
+    from barrier_queues.planning import bounds_versus_simulation
 
     configs = [cfg(servers=8, tasks=4, arrival_rate=1.0, barrier_fraction=p) for p in (0.0, 1.0)]
     table = bounds_versus_simulation(configs, 0.01, jobs=20_000, replications=2, seed=1)

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import barrier_queues as bq
-from barrier_queues.overhead import OverheadModel
 from barrier_queues.inputs import CHUNK, chunk_jobs, draw_jobs, draw_probes
+from barrier_queues.overhead import OverheadModel
 from barrier_queues.rules import reference_rule
 from barrier_queues.runs import run_inputs, run_replication
 from barrier_queues.saturated import saturated_throughput
@@ -646,8 +646,7 @@ def test_a_monte_carlo_stability_limit_refuses_clear_overload_and_says_when_it_c
     simulation is refused, within 2 half-widths of it the run is 'stable: None' with the reason, below it the
     drift test decides (it used to call a load 0.2 % above the estimate stable)."""
     from barrier_queues import ParameterError
-    from barrier_queues.stability import MC_LIMIT_MARGIN
-    from barrier_queues.stability import estimated_limit
+    from barrier_queues.stability import MC_LIMIT_MARGIN, estimated_limit
 
     base = S(servers=16, tasks=8, barriers=2, release="knee", min_fraction=0.5, min_wait=0.0,
              task_dist="bimodal:p=0.9,rate1=2,rate2=0.2")

@@ -352,7 +352,7 @@ def _print_bound(out: dict) -> None:
 
 
 def _plan(args) -> dict:
-    from .bounds import plan
+    from .planning import plan
 
     if args.replications is not None and not args.simulate_jobs:
         raise ParameterError("--replications must come with --simulate-jobs N (got --replications alone)")

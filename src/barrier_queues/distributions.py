@@ -32,6 +32,8 @@ class TaskDistribution(abc.ABC):
     name = "task-law"
     #: points where the CDF jumps or bends sharply (help numerical integration)
     breakpoints: tuple = ()
+    #: immutable and hashable: order-statistic integrals of the law may be cached (order_stats)
+    cacheable = True
 
     @abc.abstractmethod
     def mean(self) -> float:

@@ -264,7 +264,7 @@ def fig7_parallelism(table: pd.DataFrame, servers: int, quantile: float, spark=N
     """Fig. 7: sojourn (left) and waiting (right) quantiles vs k/s at several utilizations.
 
     ``table`` has columns ``utilization, k/s`` and those of
-    :func:`barrier_queues.bounds.bounds_versus_simulation`. ``spark``
+    :func:`barrier_queues.planning.bounds_versus_simulation`. ``spark``
     (optional) holds measured Spark points (``utilization, k/s, sojourn_spark,
     waiting_spark``).
     """

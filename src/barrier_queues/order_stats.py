@@ -107,9 +107,7 @@ def order_stat_mean(dist, j: int, n: int, method: str = "auto") -> float:
     elif method != "quad":
         raise ParameterError(f"method must be 'auto' or 'quad' (got {method!r})")
 
-    from .distributions import TaskDistribution
-
-    if isinstance(law, TaskDistribution):      # hashable and immutable: the stability curves ask again and again
+    if getattr(law, "cacheable", False):       # TaskDistributions: hashable and immutable; asked again and again
         return _quad_order_stat_mean(law, j, n)
     return _quad_order_stat_mean.__wrapped__(law, j, n)
 

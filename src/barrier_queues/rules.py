@@ -111,6 +111,11 @@ class Rule:
         (closed form, CTMC, order statistics or quadrature), ``"monte-carlo"``
         (an estimate with an interval) or None (the drift test and saturated
         runs decide).
+    service : callable, optional
+        ``service(system, draws, k) -> (D, L, useful, occupation per task)``:
+        the rule's own plain-Python reference of one job, for a rule that
+        :func:`barrier_queues.reference.service` does not know (the built-in
+        rules are all there).
     """
 
     name: str
@@ -123,6 +128,7 @@ class Rule:
     check: Callable = _no_check
     law: str = ""
     limits: dict = field(default_factory=dict)
+    service: Callable | None = None
 
     def code(self) -> int:
         """The rule's code in the compiled kernels (from the compiled module, not typed again)."""
@@ -230,6 +236,15 @@ def reference_rule(system) -> dict:
     return rule
 
 
+def reference_service(system):
+    """``fn(draws, k)`` of one job under the system's rule when the rule brings its own reference
+    (:attr:`Rule.service`), else None (the schedulers' references use :func:`barrier_queues.reference.service`)."""
+    rule = service_rule(system)
+    if rule.service is None:
+        return None
+    return lambda draws, k: rule.service(system, draws, k)
+
+
 def limit_kind(system) -> str | None:
     """How the stability limit of a pure-barrier, fixed-k system under its rule is found (``Rule.limits``)."""
     if system.phases > 1:
@@ -286,4 +301,4 @@ register(Rule(
 
 
 __all__ = ["KERNEL_SLOTS", "Param", "RULES", "Rule", "get", "get_param", "kernel_params", "limit_kind", "names",
-           "params", "reference_rule", "register", "service_rule", "unregister", "validate"]
+           "params", "reference_rule", "reference_service", "register", "service_rule", "unregister", "validate"]

@@ -26,8 +26,8 @@ import numpy as np
 from ..inputs import chunk_jobs, draw_jobs
 from ..kernels import kernels_module
 from ..reference import service, service_args
-from ..rules import kernel_params, reference_rule
-from . import Scheduler, job_outputs, register, trace_arrays, trace_frame
+from ..rules import kernel_params, reference_rule, reference_service
+from .base import Scheduler, job_outputs, register, trace_arrays, trace_frame
 
 
 def _kernel(system, chunk, out, phase, following, heap_key, heap_id, state, tw, ts, te):
@@ -178,7 +178,8 @@ def reference(system, inputs: dict, phase: float = 0.0, trace: bool = False):
     """:func:`simulate_reference` for a system and its inputs (the arrays of ``draw_jobs``)."""
     return simulate_reference(inputs["arrival"], inputs["tasks"], inputs["barrier"], inputs["times"],
                               system.servers, system.barriers == 2, system.overhead == "event",
-                              system.revive_interval or 1.0, phase, trace=trace, **reference_rule(system))
+                              system.revive_interval or 1.0, phase, trace=trace,
+                              service_fn=reference_service(system), **reference_rule(system))
 
 
 SCHEDULER = register(Scheduler(

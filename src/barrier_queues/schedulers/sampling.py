@@ -27,8 +27,8 @@ from .._validation import ParameterError, check_positive
 from ..inputs import chunk_jobs, draw_jobs, draw_probes
 from ..kernels import kernels_module
 from ..reference import service, service_args
-from ..rules import kernel_params, reference_rule
-from . import Scheduler, register, trace_arrays, trace_frame
+from ..rules import kernel_params, reference_rule, reference_service
+from .base import Scheduler, register, trace_arrays, trace_frame
 
 #: Sparrow's probe ratio (seed 003)
 DEFAULT_PROBE_RATIO = 2.0
@@ -327,7 +327,7 @@ def reference(system, inputs: dict, phase: float = 0.0, trace: bool = False):
     per_job = [list(probes[offsets[j]:offsets[j + 1]]) for j in range(offsets.size - 1)]
     return simulate_sampling_reference(inputs["arrival"], inputs["tasks"], inputs["barrier"], inputs["times"],
                                        per_job, system.servers, system.barriers == 2, trace=trace,
-                                       **reference_rule(system))
+                                       service_fn=reference_service(system), **reference_rule(system))
 
 
 def _validate(system, set_) -> None:

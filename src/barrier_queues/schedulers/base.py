@@ -1,0 +1,127 @@
+"""The scheduler description and the registry shared by the rooms (see :mod:`barrier_queues.schedulers`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validation import ParameterError
+
+
+def _nothing(*args, **kwargs):
+    return None
+
+
+def _no_extra(system, tasks, rng) -> dict:
+    return {}
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """One scheduler (see the package docstring).
+
+    Attributes
+    ----------
+    name : str
+        The value of ``BarrierSystem.placement`` that selects it.
+    help : str
+    params : tuple of str
+        ``BarrierSystem`` fields it owns (None unless it is chosen).
+    validate : callable
+        ``validate(system, set_)``: defaults and checks of its fields, and
+        combinations it refuses (raises :class:`ParameterError`); called once
+        when a system is made.
+    run : callable
+        ``run(system, jobs, rng, saturated, trace, sink) -> (kernel seconds, trace frame or None)``:
+        one replication, chunk by chunk; hands per-job arrays to ``sink.add``.
+    run_inputs : callable
+        ``run_inputs(system, inputs, phase) -> dict`` of per-job arrays for given inputs (one chunk).
+    reference : callable
+        ``reference(system, inputs, phase, trace=False)``: the plain-Python simulator on the same inputs.
+    draw_extra : callable
+        ``draw_extra(system, tasks, rng) -> dict``: inputs beyond :func:`~barrier_queues.inputs.draw_jobs`
+        (e.g. the probed workers), drawn from the replication's child stream.
+    guard : callable
+        ``guard(system, jobs, saturated)``: size guards before any work.
+    """
+
+    name: str
+    help: str
+    run: Callable
+    run_inputs: Callable
+    reference: Callable
+    params: tuple = ()
+    validate: Callable = _nothing
+    draw_extra: Callable = _no_extra
+    guard: Callable = _nothing
+    kernel_include: str = ""
+    options: dict = field(default_factory=dict)
+
+
+SCHEDULERS: dict[str, Scheduler] = {}
+
+
+def register(scheduler: Scheduler) -> Scheduler:
+    """Add a scheduler to the registry (its ``params`` must be fields of ``BarrierSystem``)."""
+    SCHEDULERS[scheduler.name] = scheduler
+    return scheduler
+
+
+def unregister(name: str) -> None:
+    SCHEDULERS.pop(name, None)
+
+
+def names() -> tuple[str, ...]:
+    return tuple(SCHEDULERS)
+
+
+def get(name: str) -> Scheduler:
+    try:
+        return SCHEDULERS[name]
+    except KeyError:
+        allowed = ", ".join(repr(n) for n in SCHEDULERS)
+        raise ParameterError(f"placement must be one of {allowed} (got {name!r})") from None
+
+
+def params() -> list[str]:
+    """Every scheduler-owned system field, each once."""
+    return list(dict.fromkeys(p for s in SCHEDULERS.values() for p in s.params))
+
+
+def validate(system, set_) -> None:
+    """The system's scheduler fields: other schedulers' fields are None, the chosen one validates its own."""
+    chosen = get(system.placement)
+    for name in params():
+        if name not in chosen.params and getattr(system, name) is not None:
+            owner = next(s.name for s in SCHEDULERS.values() if name in s.params)
+            raise ParameterError(f"{name} must be None with placement = {system.placement!r} (got "
+                                 f"{getattr(system, name)!r}): it needs placement = {owner!r}")
+    chosen.validate(system, set_)
+
+
+def trace_frame(chunk: dict, tw, ts, te):
+    """Per-task records (job, worker, start, end) of one traced chunk (first ``k`` draws of each job)."""
+    import pandas as pd
+
+    k, o = chunk["tasks"], chunk["offsets"]
+    idx = np.concatenate([o[j] + np.arange(k[j]) for j in range(k.size)]) if k.size else np.empty(0, np.int64)
+    return pd.DataFrame({"job": np.repeat(np.arange(k.size), k), "worker": tw[idx], "start": ts[idx], "end": te[idx]})
+
+
+def trace_arrays(trace: bool, draws: int):
+    """Per-draw trace buffers (worker, start, end), or empty ones without a trace."""
+    if trace:
+        return np.zeros(draws, dtype=np.int64), np.zeros(draws), np.zeros(draws)
+    return np.empty(0, dtype=np.int64), np.empty(0), np.empty(0)
+
+
+def job_outputs(n: int) -> dict:
+    """The per-job output arrays every kernel fills."""
+    return {"start": np.empty(n), "departure": np.empty(n), "work": np.empty(n), "useful": np.empty(n),
+            "completed": np.empty(n, dtype=np.int64)}
+
+
+__all__ = ["SCHEDULERS", "Scheduler", "get", "job_outputs", "names", "params", "register", "trace_arrays",
+           "trace_frame", "unregister", "validate"]

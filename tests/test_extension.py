@@ -1,0 +1,166 @@
+"""The extension guide's path (book/extending.md), run for real: a toy rule and a toy scheduler are added
+through the registries, and each is checked against its own plain reference and an exact result."""
+
+import math
+
+import numpy as np
+import pytest
+
+import barrier_queues as bq
+from barrier_queues import rules, schedulers
+from barrier_queues.inputs import chunk_jobs, draw_jobs
+from barrier_queues.order_stats import harmonic
+from barrier_queues.schedulers.base import job_outputs
+from barrier_queues.system import option_fields
+
+# --------------------------------------------------------------------------------------------------
+# a toy rule: "half" departs when half of the tasks (rounded up) are done; the kernel's FIXED branch
+# runs it with k - ceil(k/2) stragglers, its reference is written here from the rule's statement
+
+def half_reference(system, draws, k):
+    need = math.ceil(k / 2)
+    ordered = sorted(draws)
+    cut = ordered[need - 1]
+    useful = 0.0
+    for x in ordered[:need]:
+        useful += x
+    return cut, need, useful, [min(x, cut) for x in draws]
+
+
+HALF = rules.Rule("half", "release", "depart when ceil(k/2) tasks are done (a toy)", kernel_code="FIXED",
+                  kernel=lambda s: {"stragglers": s.tasks - math.ceil(s.tasks / 2)}, service=half_reference,
+                  check=rules.RULES[("release", "knee")].check, limits={1: None, 2: None})
+
+
+# --------------------------------------------------------------------------------------------------
+# a toy scheduler: "gang-one" runs one job at a time on the whole cluster (a job starts when the previous
+# one has left every worker); its driver and its reference are two independent implementations
+
+def _gang_one_run_inputs(system, inputs, phase=0.0):
+    from barrier_queues.kernels import kernels_module
+    from barrier_queues.rules import kernel_params
+
+    n = inputs["arrival"].size
+    out = job_outputs(n)
+    code, stragglers, params = kernel_params(system)
+    free = 0.0
+    for j in range(n):          # each job alone on the cluster: the central kernel on a one-job chunk
+        one = {key: np.ascontiguousarray(inputs[key][j:j + 1]) for key in ("arrival", "tasks", "barrier")}
+        o, k = int(inputs["offsets"][j]), int(inputs["tasks"][j])
+        one["times"] = np.ascontiguousarray(inputs["times"][o:o + k * system.phases])
+        one["offsets"] = np.zeros(1, dtype=np.int64)
+        single = job_outputs(1)
+        t = max(float(inputs["arrival"][j]), free)
+        one["arrival"] = np.array([t])
+        kernels_module().run_chunk(one["arrival"], one["tasks"], one["barrier"], one["times"], one["offsets"],
+                                   system.phases, code, stragglers, np.asarray(params), system.barriers == 2, False,
+                                   1.0, 0.0, np.empty(0), np.zeros(system.servers),
+                                   np.arange(system.servers, dtype=np.int64), np.zeros(1), single["start"],
+                                   single["departure"], single["work"], single["useful"], single["completed"],
+                                   np.empty(0, dtype=np.int64), np.empty(0), np.empty(0))
+        for key in out:
+            out[key][j] = single[key][0]
+        free = float(single["departure"][0])      # every task of the job has left its worker by then
+    return out
+
+
+def _gang_one_run(system, jobs, rng, saturated, trace, sink):
+    size, done, start_time = chunk_jobs(system), 0, 0.0
+    while done < jobs:
+        chunk = draw_jobs(system, min(size, jobs - done), rng, start_time=start_time, saturated=saturated)
+        out = _gang_one_run_inputs(system, chunk)
+        sink.add({"arrival": chunk["arrival"], "tasks": chunk["tasks"], "barrier": chunk["barrier"], **out})
+        done += chunk["arrival"].size
+        start_time = chunk["arrival"][-1]
+    return 0.0, None
+
+
+def _gang_one_reference(system, inputs, phase=0.0, trace=False):
+    """Events: the cluster is free at `free`; each job waits for it, then its tasks run under the rule."""
+    from barrier_queues.reference import service, service_args
+    from barrier_queues.rules import reference_rule, reference_service
+
+    one_job = reference_service(system) or (lambda d, k: service(d, k, **service_args(reference_rule(system))))
+    res = {"start": [], "departure": [], "work": [], "useful": [], "completed": []}
+    free, offset = 0.0, 0
+    for j, a in enumerate(inputs["arrival"]):
+        k = int(inputs["tasks"][j])
+        draws = [float(x) for x in inputs["times"][offset:offset + k * system.phases]]
+        offset += k * system.phases
+        start = max(float(a), free)
+        cut, done, useful, occupied = one_job(draws, k)
+        ends = [start + busy for busy in occupied]
+        work = 0.0
+        for busy in occupied:
+            work += busy
+        free = max(max(ends), start + cut)
+        for key, v in zip(res, (start, start + cut, work, useful, done), strict=True):
+            res[key].append(v)
+    return res
+
+
+GANG_ONE = schedulers.Scheduler("gang-one", "one job at a time on the whole cluster (a toy)", run=_gang_one_run,
+                                run_inputs=_gang_one_run_inputs, reference=_gang_one_reference,
+                                validate=lambda system, set_: None)
+
+
+@pytest.fixture
+def toy_rule():
+    rules.register(HALF)
+    yield HALF
+    rules.unregister("release", "half")
+
+
+@pytest.fixture
+def toy_scheduler():
+    schedulers.register(GANG_ONE)
+    yield GANG_ONE
+    schedulers.unregister("gang-one")
+
+
+def _agree(system, seed, n=3000):
+    rng = np.random.default_rng(seed)
+    inputs = draw_jobs(system, n, rng)
+    inputs.update(schedulers.get(system.placement).draw_extra(system, inputs["tasks"], rng))
+    kernel = bq.runs.run_inputs(system, inputs, probes=inputs.get("probes"))
+    ref = schedulers.get(system.placement).reference(system, inputs)
+    for key in ("start", "departure", "work", "useful", "completed"):
+        assert np.array_equal(np.asarray(kernel[key]), np.asarray(ref[key])), key
+
+
+def test_a_toy_rule_added_through_the_registry_runs_and_equals_its_reference(toy_rule):
+    system = bq.BarrierSystem(servers=16, tasks=8, release="half", arrival_rate=1.5)
+    assert "--release" in {o["flag"] for o in option_fields()}
+    assert "half" in next(o for o in option_fields() if o["name"] == "release")["choices"]
+    for placement in ("central", "sample"):
+        _agree(system.replace(placement=placement), seed=3)
+        _agree(system.replace(placement=placement, barriers=2, arrival_rate=0.8), seed=4)
+    # its law: the rule is the fixed rule with l = ceil(k/2); the simulated mean execution time of a
+    # 2-barrier system agrees with E[X_(4:8)] within its interval
+    res = bq.simulate(system.replace(barriers=2, arrival_rate=0.8), jobs=40_000, replications=4, seed=5)
+    exact = sum(1 / i for i in range(5, 9))             # E[X_(4:8)] = H_8 - H_4 for mu = 1
+    lo, hi = res.summary()["ci"]["execution"]
+    assert lo <= exact <= hi
+    with pytest.raises(bq.ParameterError, match="release must be one of"):
+        bq.BarrierSystem(servers=16, tasks=8, release="quarter")
+
+
+def test_a_toy_scheduler_added_through_the_registry_equals_its_reference_and_m_g_1(toy_scheduler):
+    system = bq.BarrierSystem(servers=8, tasks=4, arrival_rate=0.3, placement="gang-one")
+    assert "gang-one" in next(o for o in option_fields() if o["name"] == "placement")["choices"]
+    _agree(system, seed=7)
+    _agree(system.replace(tasks=6, needed=4), seed=8)
+    # one job at a time with exponential tasks is M/G/1 with service D = max of k: Pollaczek-Khinchine
+    res = bq.simulate(system, jobs=20_000, replications=8, seed=9, workers=1)
+    mean = harmonic(4)
+    second = sum(1 / i**2 for i in range(1, 5)) + mean**2
+    lam = system.arrival_rate
+    pk = lam * second / (2 * (1 - lam * mean))
+    lo, hi = res.summary()["ci"]["waiting"]
+    assert lo <= pk <= hi, (lo, pk, hi)
+
+
+def test_unregistered_toys_leave_no_trace():
+    assert ("release", "half") not in rules.RULES and "gang-one" not in schedulers.SCHEDULERS
+    with pytest.raises(bq.ParameterError, match="placement must be one of 'central', 'sample'"):
+        bq.BarrierSystem(servers=8, tasks=4, placement="gang-one")
