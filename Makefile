@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 JB_FLAGS ?= --warningiserror --keep-going
 
-.PHONY: install book book-full test lint notebooks bench browser clean
+.PHONY: install book book-full test test-quick lint notebooks bench browser clean
 
 # setup.py and the kernels' source too: an edit of the Cython kernels rebuilds them
 $(STAMP): pyproject.toml setup.py src/barrier_queues/_kernels.pyx $(wildcard src/barrier_queues/*.pxi src/barrier_queues/schedulers/*.pxi)
@@ -34,6 +34,13 @@ test: $(STAMP) browser
 	$(BIN)/python -m pytest
 	@sha256sum --check --quiet _build/results.sha256 || { \
 	  echo "results/ changed when the tests re-executed the book: run 'make notebooks' and commit results/"; exit 1; }
+
+## daily work: lint and the unit tests without notebooks, browser, Spark and slow statistical checks (a few
+## minutes on 2 cores); `make test` stays the full suite and CI's command
+test-quick: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks tools book
+	$(BIN)/python -m pytest tests -q -o addopts="-p no:cacheprovider" -m "not slow and not spark" \
+	  --ignore=tests/test_notebooks.py --ignore=tests/test_browser.py --ignore=tests/test_spark_bench.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks tools book

@@ -35,6 +35,7 @@ def test_sweep_rows_equal_simulate_many_with_the_same_seed(tmp_path):
     assert manifest["seed"] == "5" and manifest["jobs"] == 3000 and len(manifest["grid"]) == 8
 
 
+@pytest.mark.spark
 def test_local_and_spark_backends_give_identical_tables(tmp_path):
     pytest.importorskip("pyspark")
     local = sweep(GRID, tmp_path / "local", jobs=2000, replications=2, seed=9, backend="local")

@@ -540,11 +540,7 @@ def _run_options(p, saturated: bool = True):
     p.add_argument("--allow-unstable", action="store_true", help="simulate even at or above the known stability limit")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Stability, CTMC, simulation and bounds for barrier-mode parallel "
-                                            "systems (Walker & Fidler 2025).")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
-
+def _add_stability(sub) -> None:
     st = sub.add_parser("stability", help="maximum stable load (Table I, CTMC, order statistics)",
                         description="Maximum stable job rate and utilization of a barrier system.")
     _add_system_options(st, ("--servers", "--tasks", "--needed", "--barriers", "--task-rate", "--task-dist",
@@ -558,6 +554,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--json", action="store_true", help="print one JSON object")
     st.set_defaults(run=_stability, show=_print_stability)
 
+def _add_simulate(sub) -> None:
     sim = sub.add_parser("simulate", help="simulate a barrier system (queue or saturated)",
                          description="Simulate a barrier system with the compiled kernels.")
     _add_system_options(sim)
@@ -569,6 +566,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.set_defaults(run=_simulate, show=_print_simulation)
 
+def _add_sweep(sub) -> None:
     sw = sub.add_parser("sweep", help="simulate a grid of systems (comma-separated values), locally or on Spark",
                         description="One row per grid point: the options of simulate, numeric ones may be lists.")
     _add_system_options(sw, lists=True)
@@ -581,6 +579,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--json", action="store_true")
     sw.set_defaults(run=_sweep, show=_print_sweep)
 
+def _add_bound(sub) -> None:
     bd = sub.add_parser("bound", help="quantile bounds of a 1-barrier system (section III)",
                         description="Waiting, sojourn and service quantile bounds (network calculus).")
     _add_system_options(bd, BOUND_OPTIONS)
@@ -590,6 +589,7 @@ def build_parser() -> argparse.ArgumentParser:
     bd.add_argument("--json", action="store_true")
     bd.set_defaults(run=_bound, show=_print_bound)
 
+def _add_plan(sub) -> None:
     pl = sub.add_parser("plan", help="the k (and l) that minimises delay",
                         description="Choose tasks per job for a cluster (task mean s/k, rho = lambda).")
     pl.add_argument("--servers", "-s", type=_int("servers", 1, 1_000_000), required=True)
@@ -607,6 +607,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(run=_plan, show=_print_plan)
 
+def _add_plan_phases(sub) -> None:
     pp = sub.add_parser("plan-phases", help="how many barrier() phases before the sync cost dominates",
                         description="A task's work split into m phases with Spark's polling barrier() between.")
     pp.add_argument("--tasks", "-k", type=_int("tasks", 1, 10_000), required=True)
@@ -621,6 +622,7 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--json", action="store_true")
     pp.set_defaults(run=_plan_phases, show=_print_plan_phases)
 
+def _add_spark_bench(sub) -> None:
     sb = sub.add_parser("spark-bench", help="run barrier jobs on a real Spark",
                         description="Poisson arrivals of k-task barrier jobs on Spark; writes a run folder.")
     sb.add_argument("--executors", "-s", type=_int("executors", 1, 4096), default=4, help="single-core executors s")
@@ -647,6 +649,7 @@ def build_parser() -> argparse.ArgumentParser:
     sb.add_argument("--json", action="store_true")
     sb.set_defaults(run=_spark_bench, show=_print_bench)
 
+def _add_spark_analyze(sub) -> None:
     sa = sub.add_parser("spark-analyze", help="summarise a Spark event log",
                         description="Waiting/sojourn times and blocking overhead from a Spark event log "
                                     "(plain, gzip, zstd or rolled).")
@@ -664,6 +667,14 @@ def build_parser() -> argparse.ArgumentParser:
     sa.add_argument("--force", action="store_true", help="overwrite --jobs-csv if it exists")
     sa.add_argument("--json", action="store_true")
     sa.set_defaults(run=_spark_analyze, show=_print_spark)
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Stability, CTMC, simulation and bounds for barrier-mode parallel "
+                                            "systems (Walker & Fidler 2025).")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    for add in (_add_stability, _add_simulate, _add_sweep, _add_bound, _add_plan, _add_plan_phases, _add_spark_bench,
+                _add_spark_analyze):
+        add(sub)
     return parser
 
 

@@ -159,22 +159,8 @@ def _number(event, key, where, kind=None):
     return value
 
 
-def parse_event_log(path, key_property: str = "bq.job") -> EventLogTables:
-    """Parse a Spark event log into tidy job and task tables.
-
-    Parameters
-    ----------
-    path : str or Path
-        An event-log file (plain or zstd) or a rolled event-log directory.
-    key_property : str
-        Thread-local property copied into ``jobs.key`` (None where absent).
-
-    Raises
-    ------
-    EventLogError
-        For a truncated or non-JSON line, a job or task that starts but never
-        ends, a task of an unknown stage, or a log without jobs.
-    """
+def _read_log(path) -> dict:
+    """Every job, stage and task event of the log, checked as it is read (duplicates, missing fields)."""
     job_start, job_end, stage_job, task_start, task_end = {}, {}, {}, {}, {}
     job_where: dict = {}
     app: dict = {}
@@ -225,6 +211,13 @@ def parse_event_log(path, key_property: str = "bq.job") -> EventLogTables:
             app["end_ms"] = e.get("Timestamp")
         elif kind == "SparkListenerLogStart":
             app["spark_version"] = e.get("Spark Version")
+    return {"job_start": job_start, "job_end": job_end, "stage_job": stage_job, "task_start": task_start,
+            "task_end": task_end, "job_where": job_where, "app": app}
+
+
+def _check_complete(path, log: dict) -> None:
+    """Refuse a log without jobs, or with jobs or tasks that start and never end (or the other way round)."""
+    job_start, job_end, task_start, task_end = log["job_start"], log["job_end"], log["task_start"], log["task_end"]
     if not job_start:
         raise EventLogError(f"event log {str(path)!r} has no SparkListenerJobStart events")
     missing = sorted(set(job_start) - set(job_end))
@@ -241,14 +234,11 @@ def parse_event_log(path, key_property: str = "bq.job") -> EventLogTables:
         raise EventLogError(f"task {unfinished[0][0]} (attempt {unfinished[0][1]}) has a "
                             "SparkListenerTaskStart but no SparkListenerTaskEnd: the log ends early")
 
-    # times: seconds since the application start (epoch ms would lose sub-microsecond
-    # precision as float seconds)
-    origin = app.get("start_ms") or min(e["Submission Time"] for e in job_start.values())
-    app["origin_ms"] = origin
 
-    def sec(ms):
-        return (ms - origin) / 1000
 
+def _task_table(log: dict, sec) -> tuple[pd.DataFrame, dict]:
+    """One row per task attempt; and the jobs with impossible task times (job -> where)."""
+    task_end, stage_job = log["task_end"], log["stage_job"]
     rows = []
     bad_jobs: dict = {}                      # job -> where the impossible time was seen
     for (tid, attempt), (e, where) in sorted(task_end.items()):
@@ -275,8 +265,12 @@ def parse_event_log(path, key_property: str = "bq.job") -> EventLogTables:
                      "reason": (e.get("Task End Reason") or {}).get("Reason"),
                      "deserialize": deser, "run": run, "result_serialization": ser,
                      "scheduler_delay": max(finish - launch - run - deser - ser - fetch, 0.0)})
-    tasks = pd.DataFrame(rows)
+    return pd.DataFrame(rows), bad_jobs
 
+
+def _job_table(log: dict, tasks: pd.DataFrame, sec, key_property: str, bad_jobs: dict) -> pd.DataFrame:
+    """One row per job: submission, first and last launch, completion, waiting, execution, sojourn."""
+    job_start, job_end, job_where = log["job_start"], log["job_end"], log["job_where"]
     job_rows = []
     for jid, e in sorted(job_start.items()):
         end = job_end[jid]
@@ -301,7 +295,38 @@ def parse_event_log(path, key_property: str = "bq.job") -> EventLogTables:
                          "result": (end.get("Job Result") or {}).get("Result"),
                          "waiting": first - submission, "execution": completion - first,
                          "sojourn": completion - submission})
-    jobs = pd.DataFrame(job_rows)
+    return pd.DataFrame(job_rows)
+
+
+def parse_event_log(path, key_property: str = "bq.job") -> EventLogTables:
+    """Parse a Spark event log into tidy job and task tables.
+
+    Parameters
+    ----------
+    path : str or Path
+        An event-log file (plain or zstd) or a rolled event-log directory.
+    key_property : str
+        Thread-local property copied into ``jobs.key`` (None where absent).
+
+    Raises
+    ------
+    EventLogError
+        For a truncated or non-JSON line, a job or task that starts but never
+        ends, a task of an unknown stage, or a log without jobs.
+    """
+    log = _read_log(path)
+    _check_complete(path, log)
+    app = log["app"]
+    # times: seconds since the application start (epoch ms would lose sub-microsecond
+    # precision as float seconds)
+    origin = app.get("start_ms") or min(e["Submission Time"] for e in log["job_start"].values())
+    app["origin_ms"] = origin
+
+    def sec(ms):
+        return (ms - origin) / 1000
+
+    tasks, bad_jobs = _task_table(log, sec)
+    jobs = _job_table(log, tasks, sec, key_property, bad_jobs)
     warnings = []
     if bad_jobs:
         first_where = bad_jobs[min(bad_jobs)]

@@ -230,6 +230,114 @@ class _Recorder:
         self._file.close()
 
 
+def _start_session(config: SparkBenchConfig, run_dir: Path, t_begin: float):
+    """The benchmark's SparkSession with every executor registered (refused with one line otherwise)."""
+    import warnings
+
+    with warnings.catch_warnings():   # pyspark's pandas-version notice: the RDD API needs no pandas
+        warnings.simplefilter("ignore", FutureWarning)
+        from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(config.spark_master).appName("barrier-queues-bench")
+             .config("spark.executor.memory", f"{config.executor_memory_mb}m")
+             .config("spark.executor.cores", "1").config("spark.cores.max", str(config.executors))
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.eventLog.enabled", "true")
+             .config("spark.eventLog.dir", str((run_dir / "eventlog").resolve()))
+             .config("spark.eventLog.rolling.enabled", "false")
+             .config("spark.eventLog.compress", "false")
+             .config("spark.scheduler.revive.interval", f"{int(config.revive_interval * 1000)}ms")
+             .config("spark.scheduler.mode", "FIFO").config("spark.speculation", "false")
+             .config("spark.dynamicAllocation.enabled", "false").config("spark.locality.wait", "0")
+             .config("spark.scheduler.minRegisteredResourcesRatio", "1.0"))
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:            # Py4J wraps the JVM's error: keep its first line only
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ParameterError(f"Spark must start on {config.spark_master}: {first}") from None
+    sc = spark.sparkContext
+    deadline = time.time() + config.registration_timeout
+    while sc._jsc.sc().getExecutorIds().size() < config.executors:
+        if time.time() > deadline:
+            spark.stop()
+            raise ParameterError(
+                f"executors must register within {config.registration_timeout:.0f} s: only "
+                f"{sc._jsc.sc().getExecutorIds().size()} of {config.executors} did on "
+                f"{config.spark_master} (is the master reachable, and is there memory?)")
+        time.sleep(0.5)
+    return spark
+
+
+def _job_runner(sc, config: SparkBenchConfig, tasks, arrivals):
+    """``run_job(tag, index, warm, planned)``: one barrier job, its tasks and its arrival recorded."""
+    def run_job(tag: str, index: int, warm: bool, planned: float):
+        sc.setLocalProperty("bq.job", tag)
+        submitted = time.time()
+        status = "ok"
+        try:
+            rows = (sc.parallelize(range(config.tasks), config.tasks).barrier()
+                    .mapPartitions(_task(index, config.seed, config.mean_task, config.sync_points,
+                                         config.phases))
+                    .collect())
+            for _job, part, sleep, start, end, syncs, sleeps in rows:
+                tasks.write([tag, part, sleep, start, end,
+                             ";".join(f"{a:.6f}" for a, _ in syncs),
+                             ";".join(f"{r:.6f}" for _, r in syncs),
+                             ";".join(repr(x) for x in sleeps)])
+        except Exception as exc:  # a failed job is recorded, not fatal
+            status = f"failed: {type(exc).__name__}"
+        arrivals.write([tag, warm, planned, submitted, time.time(), status])
+
+    return run_job
+
+
+def _submit_jobs(config: SparkBenchConfig, run_job, t_begin: float, progress: bool, meta: dict, held: dict):
+    """Warm-up jobs, then Poisson (or saturated) submissions from driver threads; returns (sampler, unfinished).
+
+    The load sampler is also left in ``held["sampler"]`` as soon as it runs, so that the caller stops it
+    whatever happens."""
+    for i in range(config.warmup_jobs):          # warm-up: Python workers, JIT, caches
+        run_job(f"warmup-{i}", -1 - i, True, time.time())
+    rng = np.random.default_rng(config.seed)
+    if config.saturated:                         # a backlog at once, in order (10 ms apart)
+        gaps = np.full(config.jobs, SATURATED_GAP)
+    else:
+        gaps = rng.exponential(1.0 / config.arrival_rate, config.jobs)
+    sampler = held["sampler"] = _LoadSampler()
+    threads = []
+    start = time.time()
+    limit = t_begin + config.time_limit
+    submitted = 0
+    first_submit = last_submit = start
+    for i, planned in enumerate(start + np.cumsum(gaps)):
+        if planned > limit:
+            break
+        time.sleep(max(planned - time.time(), 0.0))
+        last_submit = time.time()
+        if i == 0:
+            first_submit = last_submit
+        th = threading.Thread(target=run_job, args=(str(i), i, False, float(planned)), daemon=True)
+        th.start()
+        threads.append(th)
+        submitted += 1
+        if progress:
+            print(f"\rsubmitted {submitted}/{config.jobs} jobs", end="", file=sys.stderr, flush=True)
+    for th in threads:
+        th.join(max(limit - time.time(), 0.1))
+    unfinished = sum(th.is_alive() for th in threads)
+    if progress:
+        print(file=sys.stderr)
+    elapsed = time.time() - start
+    meta.update(status="complete" if unfinished == 0 else "time limit", submitted=submitted,
+                unfinished=unfinished, measured_seconds=elapsed,
+                achieved_arrival_rate=(submitted - 1) / (last_submit - first_submit)
+                if submitted > 1 and last_submit > first_submit else None,
+                offered_utilization=offered_utilization(config.system(), useful=True))
+    return sampler, unfinished
+
+
 def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) -> Path:
     """Run the benchmark; returns the run folder.
 
@@ -273,97 +381,15 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
     t_begin = time.time()
     try:
         check_master_reachable(config.spark_master)
-        import warnings
-
-        with warnings.catch_warnings():   # pyspark's pandas-version notice: the RDD API needs no pandas
-            warnings.simplefilter("ignore", FutureWarning)
-            from pyspark.sql import SparkSession
-
-        builder = (SparkSession.builder.master(config.spark_master).appName("barrier-queues-bench")
-                 .config("spark.executor.memory", f"{config.executor_memory_mb}m")
-                 .config("spark.executor.cores", "1").config("spark.cores.max", str(config.executors))
-                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-                 .config("spark.driver.host", "127.0.0.1")
-                 .config("spark.driver.bindAddress", "127.0.0.1")
-                 .config("spark.eventLog.enabled", "true")
-                 .config("spark.eventLog.dir", str((run_dir / "eventlog").resolve()))
-                 .config("spark.eventLog.rolling.enabled", "false")
-                 .config("spark.eventLog.compress", "false")
-                 .config("spark.scheduler.revive.interval", f"{int(config.revive_interval * 1000)}ms")
-                 .config("spark.scheduler.mode", "FIFO").config("spark.speculation", "false")
-                 .config("spark.dynamicAllocation.enabled", "false").config("spark.locality.wait", "0")
-                 .config("spark.scheduler.minRegisteredResourcesRatio", "1.0"))
-        try:
-            spark = builder.getOrCreate()
-        except Exception as exc:            # Py4J wraps the JVM's error: keep its first line only
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ParameterError(f"Spark must start on {config.spark_master}: {first}") from None
+        spark = _start_session(config, run_dir, t_begin)
         sc = spark.sparkContext
-        deadline = time.time() + config.registration_timeout
-        while sc._jsc.sc().getExecutorIds().size() < config.executors:
-            if time.time() > deadline:
-                raise ParameterError(
-                    f"executors must register within {config.registration_timeout:.0f} s: only "
-                    f"{sc._jsc.sc().getExecutorIds().size()} of {config.executors} did on "
-                    f"{config.spark_master} (is the master reachable, and is there memory?)")
-            time.sleep(0.5)
         meta["registered_after"] = time.time() - t_begin
-
-        def run_job(tag: str, index: int, warm: bool, planned: float):
-            sc.setLocalProperty("bq.job", tag)
-            submitted = time.time()
-            status = "ok"
-            try:
-                rows = (sc.parallelize(range(config.tasks), config.tasks).barrier()
-                        .mapPartitions(_task(index, config.seed, config.mean_task, config.sync_points,
-                                             config.phases))
-                        .collect())
-                for _job, part, sleep, start, end, syncs, sleeps in rows:
-                    tasks.write([tag, part, sleep, start, end,
-                                 ";".join(f"{a:.6f}" for a, _ in syncs),
-                                 ";".join(f"{r:.6f}" for _, r in syncs),
-                                 ";".join(repr(x) for x in sleeps)])
-            except Exception as exc:  # a failed job is recorded, not fatal
-                status = f"failed: {type(exc).__name__}"
-            arrivals.write([tag, warm, planned, submitted, time.time(), status])
-
-        for i in range(config.warmup_jobs):          # warm-up: Python workers, JIT, caches
-            run_job(f"warmup-{i}", -1 - i, True, time.time())
-        rng = np.random.default_rng(config.seed)
-        if config.saturated:                         # a backlog at once, in order (10 ms apart)
-            gaps = np.full(config.jobs, SATURATED_GAP)
-        else:
-            gaps = rng.exponential(1.0 / config.arrival_rate, config.jobs)
-        sampler = _LoadSampler()
-        threads = []
-        start = time.time()
-        limit = t_begin + config.time_limit
-        submitted = 0
-        first_submit = last_submit = start
-        for i, planned in enumerate(start + np.cumsum(gaps)):
-            if planned > limit:
-                break
-            time.sleep(max(planned - time.time(), 0.0))
-            last_submit = time.time()
-            if i == 0:
-                first_submit = last_submit
-            th = threading.Thread(target=run_job, args=(str(i), i, False, float(planned)), daemon=True)
-            th.start()
-            threads.append(th)
-            submitted += 1
-            if progress:
-                print(f"\rsubmitted {submitted}/{config.jobs} jobs", end="", file=sys.stderr, flush=True)
-        for th in threads:
-            th.join(max(limit - time.time(), 0.1))
-        unfinished = sum(th.is_alive() for th in threads)
-        if progress:
-            print(file=sys.stderr)
-        elapsed = time.time() - start
-        meta.update(status="complete" if unfinished == 0 else "time limit", submitted=submitted,
-                    unfinished=unfinished, measured_seconds=elapsed,
-                    achieved_arrival_rate=(submitted - 1) / (last_submit - first_submit)
-                    if submitted > 1 and last_submit > first_submit else None,
-                    offered_utilization=offered_utilization(config.system(), useful=True))
+        run_job = _job_runner(sc, config, tasks, arrivals)
+        held = {}
+        try:
+            sampler, unfinished = _submit_jobs(config, run_job, t_begin, progress, meta, held)
+        finally:
+            sampler = held.get("sampler")
         if unfinished:
             sc.cancelAllJobs()
     except Exception as exc:
