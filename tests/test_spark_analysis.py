@@ -375,3 +375,57 @@ def test_parametric_bootstrap_pvalue_is_calibrated():
     plain = [ks_test_fitted(model.rvs(60, random_state=s), bootstrap=0)["ks_pvalue"] for s in range(40)]
     assert np.mean(plain) > 0.7                 # the plain p-value at fitted parameters is far too large
     assert 0.3 < np.mean(ps) < 0.7              # the bootstrap's is about uniform (mean 1/2)
+
+
+COMMITTED = Path(__file__).parents[1] / "data"
+
+
+def _committed(folder):
+    return [sa.load_run(p) for p in sa.discover_runs(COMMITTED / folder)]
+
+
+def test_the_chapter_tables_from_the_committed_runs_match_the_committed_results():
+    """The Spark chapter's repeat-spread and saturation tables come from library functions; on the committed
+    runs they give the committed results/ tables (the saturation simulation is checked by its Spark columns)."""
+    runs = [r for r in _committed("spark") if r.sync_points == 0 and not r.saturated]
+    repeats, spread = sa.repeat_spread(runs, quantile=0.99)
+    committed = pd.read_csv(COMMITTED.parent / "results" / "spark_repeats.csv")
+    assert list(repeats.run) == list(committed.run)
+    assert np.allclose(repeats["mean waiting (s)"], committed["mean waiting (s)"], rtol=1e-12)
+    assert len(spread) == len(repeats) // 2
+    assert (spread["waiting: relative difference"] >= 0).all()
+    sat = sa.saturation_table(_committed("spark-saturated"), jobs=2_000, replications=2, seed=1)
+    committed = pd.read_csv(COMMITTED.parent / "results" / "spark_saturation.csv")
+    assert list(sat.run) == list(committed.run)
+    assert np.allclose(sat["Spark lambda_max"], committed["Spark lambda_max"], rtol=1e-12)
+    assert list(sat["used (longest at its k)"]) == list(committed["used (longest at its k)"])
+    assert sat.groupby("k")["used (longest at its k)"].sum().eq(1).all()
+
+
+def _spark_rows(values):
+    return pd.DataFrame([{"source": "Spark", "servers": 8, "utilization": u, "tasks": k, "mean_waiting": w,
+                          "mean_sojourn": so} for u, k, w, so in values])
+
+
+def test_ushape_reads_the_minimum_and_the_trend():
+    table = _spark_rows([(0.3, 1, 0.1, 9.0), (0.3, 2, 0.2, 6.0), (0.3, 4, 0.5, 7.0),
+                         (0.5, 1, 0.3, 9.0), (0.5, 2, 0.2, 8.0), (0.5, 4, 0.9, 7.5),
+                         (0.7, 1, 0.1, 5.0), (0.7, 2, 0.4, 6.0)])
+    u = sa.ushape(table).set_index("utilization")
+    assert list(u.index) == [0.3, 0.5]                    # 0.7 has two k only
+    assert u.loc[0.3, "U-shape"] and u.loc[0.3, "best k (sojourn)"] == 2 and u.loc[0.3, "waiting grows with k"]
+    assert not u.loc[0.5, "U-shape"] and u.loc[0.5, "best k (sojourn)"] == 4 and not u.loc[0.5, "waiting grows with k"]
+
+
+def test_blocking_gap_averages_repeats_and_reads_the_trends():
+    runs = [_toy_run([0.0], [[1.0]], 8, k) for k in (2, 4)]
+    for r, name in zip(runs, ("a", "b"), strict=True):
+        r.path = Path(name)
+    replays = pd.DataFrame([{"run": "a", "source": "Spark", "mean_waiting": 1.0},
+                            {"run": "a", "source": "plain", "mean_waiting": 0.5},
+                            {"run": "b", "source": "Spark", "mean_waiting": 3.0},
+                            {"run": "b", "source": "plain", "mean_waiting": 1.0}])
+    g = sa.blocking_gap(replays, runs)
+    assert list(g["gap"]["Spark - plain (s)"]) == [0.5, 2.0]
+    assert list(g["blocking"].rho) == [0.25, 0.5]           # rho = lambda k E[T] / s: two loads, one k each
+    assert g["grows_with_k"] == [] and g["grows_with_load"] == []   # no load with two k, no k at two loads

@@ -105,6 +105,14 @@ def _join_csv(jobs_csv, parts) -> None:
             os.remove(part)
 
 
+def recorded_seed(seed):
+    """The seed a run uses: the caller's, or fresh entropy drawn now and recorded, so that an unseeded run can
+    be repeated exactly (``SeedSequence(entropy)`` is the sequence an unseeded run would have drawn)."""
+    if seed is None:
+        return int(np.random.SeedSequence().entropy)
+    return seed
+
+
 def simulate(system: BarrierSystem, jobs: int = 100_000, replications: int = 1, seed=None,
              warmup: int | None = None, workers: int | None = None, progress: bool | None = None,
              allow_unstable: bool = False, keep_jobs: bool = False, jobs_csv=None, backend=None,
@@ -121,7 +129,8 @@ def simulate(system: BarrierSystem, jobs: int = 100_000, replications: int = 1, 
         Independent replications (streams from ``SeedSequence(seed).spawn``),
         in a process pool over ``workers`` processes (default: all cores).
     seed : int >= 0 or SeedSequence, optional
-        Same seed, same results, bit for bit.
+        Same seed, same results, bit for bit. Without one, fresh entropy is
+        drawn and recorded in the result (``result.seed``, ``provenance()``).
     warmup : int, optional
         Jobs dropped from the start of each replication; default: MSER-5 on the
         replication-averaged series (``summary()["warmup"]`` reports the choice).
@@ -152,6 +161,7 @@ def simulate(system: BarrierSystem, jobs: int = 100_000, replications: int = 1, 
     jobs, replications, warmup = check_run(jobs, replications, warmup, keep_jobs, [system])
     if not allow_unstable and (message := stability_error(system)):
         raise ParameterError(message)
+    seed = recorded_seed(seed)
     t0 = time.perf_counter()
     parts = _csv_parts(jobs_csv, replications)
     where = resolve(backend, master)
@@ -179,6 +189,7 @@ def simulate_many(systems: list, jobs: int = 100_000, replications: int = 1, see
             raise ParameterError("arrival_rate must be given (> 0) for every system (got None)")
         if not allow_unstable and (message := stability_error(c)):
             raise ParameterError(message)
+    seed = recorded_seed(seed)
     t0 = time.perf_counter()
     where = resolve(backend, master)
     tasks = [Task(c, jobs, s, False, warmup, keep_jobs, None, r)
@@ -250,6 +261,45 @@ class SimulationResult:
                 "execution": j["departure"] - j["start"]}))
         return pd.concat(frames, ignore_index=True)
 
+    def quantile(self, metric: str, q: float) -> float:
+        """The ``q`` quantile (any ``0 < q < 1``) of ``waiting``, ``sojourn`` or ``execution`` after the warm-up,
+        pooled over the replications (logarithmic histograms: within 0.2 % relative)."""
+        check_choice("metric", metric, METRICS)
+        q = check_probability("q", q, open_low=True, open_high=True)
+        return merge_histograms([s.histograms[metric] for s in self.stats]).quantile(q)
+
+    def quantile_interval(self, metric: str, q: float, level: float = 0.95) -> dict:
+        """A sectioning interval of the ``q`` quantile: ``{"interval": [lo, hi] or None, "reason": ...}``.
+
+        Centred on the pooled quantile, spread from the replications' own
+        quantiles; given only with two or more replications each holding at
+        least ``MIN_TAIL_JOBS`` = 50 measured jobs beyond the quantile (fewer
+        undercover), else None with the reason.
+        """
+        value = self.quantile(metric, q)
+        level = check_probability("level", level, open_low=True, open_high=True)
+        stats = self.stats
+        if len(stats) < 2:
+            return {"interval": None, "reason": "one replication: a quantile interval needs 2 or more"}
+        fewest = min(s.jobs for s in stats)
+        if fewest * (1 - q) < MIN_TAIL_JOBS:
+            return {"interval": None, "reason": f"a replication has {fewest * (1 - q):.0f} measured jobs beyond the "
+                                                f"{q:g} quantile; {MIN_TAIL_JOBS} are needed"}
+        return {"interval": sectioning_interval(value, [s.quantile(metric, q) for s in stats], level),
+                "reason": None}
+
+    def provenance(self) -> dict:
+        """What produced these numbers: library and numpy versions, the system, run sizes, seed, warm-up rule."""
+        from . import __version__
+
+        stats = self.stats
+        return {"library": f"barrier-queues {__version__}", "numpy": np.__version__,
+                "system": self.system.describe(), "jobs_per_replication": int(stats[0].total_jobs),
+                "replications": len(stats), "seed": None if self.seed is None else str(self.seed),
+                "warmup": {"rule": stats[0].warmup_rule, "fixed": self.fixed_warmup,
+                           "jobs": [int(s.warmup) for s in stats]},
+                "ci": "t interval over replications" if len(stats) >= 2 else "batch means (20) of one replication"}
+
     def utilization(self, column: str = "work") -> float:
         """Measured utilization: server time (``work``; or ``useful``, ``held``) / (s x observed time)."""
         busy = sum(s.sums[column] for s in self.stats)
@@ -298,12 +348,11 @@ class SimulationResult:
                 bm = batch_means_interval(stats[0].block_means[name], 20, level)
                 out["ci"][name] = bm["interval"]
                 out["ci"][f"{name}_batches"] = {k: bm[k] for k in ("batches", "lag1", "pvalue", "independent")}
-            pooled = merge_histograms([s.histograms[name] for s in stats])
-            out["quantiles"][name] = {str(q): pooled.quantile(q) for q in QUANTILES}
-            out["quantile_ci"][name] = {str(q): sectioning_interval(out["quantiles"][name][str(q)],
-                                                                    [s.quantile(name, q) for s in stats], level)
-                                        if min(s.jobs for s in stats) * (1 - q) >= MIN_TAIL_JOBS
-                                        else [float("nan"), float("nan")] for q in QUANTILES}
+            out["quantiles"][name] = {str(q): self.quantile(name, q) for q in QUANTILES}
+            out["quantile_ci"][name] = {}
+            for q in QUANTILES:
+                ci = self.quantile_interval(name, q, level)["interval"]
+                out["quantile_ci"][name][str(q)] = ci if ci is not None else [float("nan"), float("nan")]
         out["ci"]["method"] = ("t interval over replications" if len(stats) >= 2 else
                                "t interval over 20 batch means of one replication")
         verdict = stability_verdict(system)

@@ -701,7 +701,135 @@ def best_match(table: pd.DataFrame, metrics=("mean_waiting", "mean_sojourn", "wa
     return pd.DataFrame(rows)
 
 
-__all__ = ["BARRIER_POLL", "REPLAY_MODELS", "SERVING_LIMITS", "SparkRun", "best_match", "compare_with_simulation",
+# --------------------------------------------------------------------------------------------------
+# the chapter's tables (book/spark.md): each from the runs or the comparison table, tested
+
+def repeat_spread(runs: list, quantile: float = 0.99) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Settings (s, k, lambda) run more than once: one row per run (means with 95 % batch-means intervals), and
+    per setting how far its first two runs lie apart and whether their intervals overlap."""
+    rows = []
+    setting_of = pd.DataFrame([{"run": r, "s": r.executors, "k": r.tasks_per_job, "lambda": r.arrival_rate}
+                               for r in runs], columns=["run", "s", "k", "lambda"])
+    for (s_, k_, lam), group in setting_of.groupby(["s", "k", "lambda"]):
+        if len(group) < 2:
+            continue
+        for r in group.run:
+            sm = run_summary(r, quantile=quantile)
+            rows.append({"setting": f"s = {s_}, k = {k_}, lambda = {lam:g}", "run": r.name,
+                         "seed": r.metadata["config"]["seed"], "jobs": sm["jobs"],
+                         "mean waiting (s)": sm["mean_waiting"], "waiting 95% CI": sm["mean_waiting_ci"],
+                         "mean sojourn (s)": sm["mean_sojourn"], "sojourn 95% CI": sm["mean_sojourn_ci"]})
+    repeats = pd.DataFrame(rows, columns=["setting", "run", "seed", "jobs", "mean waiting (s)", "waiting 95% CI",
+                                          "mean sojourn (s)", "sojourn 95% CI"])
+
+    def apart(a, b, metric):
+        return abs(a[f"mean {metric} (s)"] - b[f"mean {metric} (s)"]) / ((a[f"mean {metric} (s)"]
+                                                                          + b[f"mean {metric} (s)"]) / 2)
+
+    def overlap(a, b, metric):
+        return bool(max(a[f"{metric} 95% CI"][0], b[f"{metric} 95% CI"][0])
+                    <= min(a[f"{metric} 95% CI"][1], b[f"{metric} 95% CI"][1]))
+
+    spread_rows = []
+    for setting, d in repeats.groupby("setting", sort=False):
+        a, b = d.iloc[0], d.iloc[1]
+        spread_rows.append({"setting": setting, "runs": f"{a.run}, {b.run}",
+                            "waiting: relative difference": apart(a, b, "waiting"),
+                            "waiting intervals overlap": overlap(a, b, "waiting"),
+                            "sojourn: relative difference": apart(a, b, "sojourn"),
+                            "sojourn intervals overlap": overlap(a, b, "sojourn")})
+    spread = pd.DataFrame(spread_rows, columns=["setting", "runs", "waiting: relative difference",
+                                                "waiting intervals overlap", "sojourn: relative difference",
+                                                "sojourn intervals overlap"])
+    return repeats, spread
+
+
+def ushape(table: pd.DataFrame, servers: int | None = None) -> pd.DataFrame:
+    """Spark's mean waiting and sojourn time against k at each load of one cluster size (default: the largest),
+    from :func:`compare_with_simulation`'s Spark rows (repeats averaged); loads with fewer than three k are left
+    out. Columns: whether waiting grows with k, the best k for sojourn, and whether it is interior (a U)."""
+    spark = table[table.source == "Spark"]
+    servers = int(spark.servers.max()) if servers is None else servers
+    rows = []
+    for u, d in spark[spark.servers == servers].groupby("utilization"):
+        per_k = d.sort_values("tasks").groupby("tasks")[["mean_waiting", "mean_sojourn"]].mean()
+        if len(per_k) < 3:                                    # a U-shape needs three values of k at one load
+            continue
+        k_best = int(per_k.mean_sojourn.idxmin())
+        rows.append({"utilization": u, "k measured": per_k.index.tolist(),
+                     "mean waiting by k (s)": [round(v, 2) for v in per_k.mean_waiting],
+                     "mean sojourn by k (s)": [round(v, 2) for v in per_k.mean_sojourn],
+                     "waiting grows with k": bool((np.diff(per_k.mean_waiting) > 0).all()),
+                     "best k (sojourn)": k_best,
+                     "U-shape": bool(per_k.index.min() < k_best < per_k.index.max())})
+    return pd.DataFrame(rows)
+
+
+def drift_table(runs: list, batches: int = 10) -> pd.DataFrame:
+    """Per run: the drift test of Spark's waiting times (Kendall tau of batch means) beside the model's rho_max."""
+    from .stability import stability_limit
+    from .statistics import drift
+
+    rows = []
+    for r in runs:
+        dr = drift(r.jobs.sort_values("arrival").waiting.to_numpy(), batches)
+        rows.append({"run": r.name, "s": r.executors, "k": r.tasks_per_job, "rho": r.arrival_rate,
+                     "model rho_max": stability_limit(r.executors, r.tasks_per_job).rho_max,
+                     "Kendall tau of waiting": dr["kendall_tau"], "p": dr["pvalue"],
+                     "Spark's queue drifts": dr["drifting"]})
+    return pd.DataFrame(rows)
+
+
+def saturation_table(runs: list, jobs: int, replications: int, seed=None) -> pd.DataFrame:
+    """Saturated Spark runs against the model: Spark's start rate (:func:`saturation_rate`) beside eq. 5's
+    lambda_max and a saturated simulation with the event-accurate overhead; ``used (longest at its k)`` marks
+    the run with the most jobs at each k (the narrowest interval)."""
+    from .saturated import saturated_many
+    from .stability import stability_limit
+
+    rows = []
+    if runs:
+        model = saturated_many([BarrierSystem(servers=r.executors, tasks=r.tasks_per_job, task_rate=1 / r.task_mean,
+                                              overhead="event", revive_interval=r.revive, arrival_rate=1.0)
+                                for r in runs], jobs=jobs, replications=replications, seed=seed)
+        for r, m in zip(runs, model, strict=True):
+            est = saturation_rate(r)
+            exact = stability_limit(r.executors, r.tasks_per_job, task_rate=1 / r.task_mean)
+            rows.append({"run": r.name, "s": r.executors, "k": r.tasks_per_job, "jobs": est["jobs"],
+                         "Spark lambda_max": est["lambda_max"], "Spark 95% CI": est["lambda_max_ci"],
+                         "model lambda_max (eq. 5)": exact.lambda_max,
+                         "event-overhead simulation": m["lambda_max"], "simulation 95% CI": m["lambda_max_ci"],
+                         "Spark / model": est["lambda_max"] / exact.lambda_max,
+                         "Spark rho_max": est["rho_max"], "model rho_max": exact.rho_max})
+    table = pd.DataFrame(rows)
+    if len(table):
+        table["used (longest at its k)"] = table.index.isin(table.groupby("k").jobs.idxmax().to_numpy())
+    return table
+
+
+def blocking_gap(replays: pd.DataFrame, runs: list) -> dict:
+    """How much longer Spark's jobs wait than the plain model on the same workload (the paper's "diverge more
+    quickly with k" and "more dramatic with load"): per run the gap, per (s, rho, k) its mean, and whether it
+    grows with k at each load and with the load at each k."""
+    tasks_of = {r.name: r.tasks_per_job for r in runs}
+    load_of = {r.name: round(r.arrival_rate * r.tasks_per_job * r.task_mean / r.executors, 3) for r in runs}
+    gap = replays[replays.source.isin(["Spark", "plain"])].pivot(index="run", columns="source", values="mean_waiting")
+    gap["s"] = [{r.name: r.executors for r in runs}[name] for name in gap.index]
+    gap["k"] = [tasks_of[name] for name in gap.index]
+    gap["rho"] = [load_of[name] for name in gap.index]
+    gap["Spark - plain (s)"] = gap.Spark - gap.plain
+    blocking = gap[gap.k > 1].groupby(["s", "rho", "k"], as_index=False)["Spark - plain (s)"].mean()
+    grows_k = [bool((np.diff(d.sort_values("k")["Spark - plain (s)"]) > 0).all())
+               for _, d in blocking.groupby(["s", "rho"]) if d.k.nunique() > 1]
+    by_load = blocking.groupby(["s", "k"]).filter(lambda d: d.rho.nunique() > 1)
+    grows_load = [bool((np.diff(d.sort_values("rho")["Spark - plain (s)"]) > 0).all())
+                  for _, d in by_load.groupby(["s", "k"])]
+    return {"gap": gap, "blocking": blocking, "grows_with_k": grows_k, "by_load": by_load,
+            "grows_with_load": grows_load}
+
+
+__all__ = ["BARRIER_POLL", "REPLAY_MODELS", "SERVING_LIMITS", "SparkRun", "best_match", "blocking_gap",
+           "compare_with_simulation", "drift_table", "repeat_spread", "saturation_table", "ushape",
            "cross_validate_overhead", "run_inputs_of", "saturation_rate",
            "discover_runs", "executor_handoffs", "load_run", "overhead_samples", "overhead_tests", "python_startup",
            "quantile_interval", "record_serving_check", "replay", "replay_comparison", "revive_phase", "run_summary",
