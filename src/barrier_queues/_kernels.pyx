@@ -98,3 +98,4 @@ include "_service.pxi"
 # the schedulers (barrier_queues.schedulers): one include per room
 include "schedulers/central.pxi"
 include "schedulers/sampling.pxi"
+include "schedulers/waitlist.pxi"

@@ -21,7 +21,7 @@ import numpy as np
 from ._validation import ParameterError
 from .backends import Backend, pool_map, spark_map
 from .inputs import as_kernel_inputs, chunk_jobs, generator
-from .schedulers import get as scheduler
+from .schedulers import of as scheduler_of
 from .statistics import ReplicationStats, RunAccumulator, RunPartial, finish_replications
 from .system import BarrierSystem
 
@@ -133,7 +133,7 @@ def run_replication(system: BarrierSystem, jobs: int, seed, saturated: bool = Fa
     ensure_compiled(system.placement)
     t_begin = time.perf_counter()
     sink = Sink(system, jobs, warmup, keep_jobs or trace, jobs_csv, replication)
-    kernel, frame = scheduler(system.placement).run(system, jobs, generator(seed), saturated, trace, sink)
+    kernel, frame = scheduler_of(system).run(system, jobs, generator(seed), saturated, trace, sink)
     partial, kept = sink.close()
     seconds = time.perf_counter() - t_begin
     partial.seconds, partial.kernel_seconds = seconds, kernel
@@ -175,7 +175,7 @@ def run_inputs(system: BarrierSystem, inputs: dict, phase: float = 0.0, probes=N
     arrays = as_kernel_inputs(inputs)
     if probes is not None:
         arrays["probes"] = probes
-    return scheduler(system.placement).run_inputs(system, arrays, phase)
+    return scheduler_of(system).run_inputs(system, arrays, phase)
 
 
 # --------------------------------------------------------------------------------------------------

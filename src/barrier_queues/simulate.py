@@ -41,7 +41,7 @@ from ._validation import ParameterError, check_choice, check_int, check_probabil
 from .backends import resolve
 from .inputs import chunk_jobs, spawn_seeds
 from .runs import Task, run_replication, run_replications
-from .schedulers import get as scheduler
+from .schedulers import of as scheduler_of
 from .stability import MC_LIMIT_MARGIN, stability_error, stability_verdict
 from .statistics import (
     ALPHA,
@@ -75,7 +75,7 @@ def check_run(jobs, replications, warmup, keep_jobs=False, systems=(), saturated
         if draws > MAX_DRAWS:
             raise ParameterError(f"jobs x replications x tasks x phases must be at most {MAX_DRAWS:.0e} task draws "
                                  f"(got {draws:.3g}, some hours of work at least); lower jobs or replications")
-        scheduler(system.placement).guard(system, jobs, saturated)
+        scheduler_of(system).guard(system, jobs, saturated)
     if warmup is not None:
         warmup = check_int("warmup", warmup, low=0, high=jobs - 2, high_name=f"jobs - 2 = {jobs - 2}")
     if keep_jobs and jobs > MAX_KEPT_JOBS:

@@ -170,6 +170,9 @@ class BarrierSystem:
                                                  "int", 1))
     sync: str | None = field(default=None, metadata=_opt("barrier() release with --phases (default ideal)", "rule"))
     sync_poll: float | None = None
+    scheduling: str = field(default="fcfs", metadata=_opt(
+        "who starts next from the central queue: fcfs (default: the paper's FIFO), first-fit (Spark's rule), "
+        "backfill or server-filling", "discipline"))
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -183,6 +186,7 @@ class BarrierSystem:
         set_("release", check_choice("release", self.release, rules.names("release")))
         rules.validate(self, set_, "release")           # each rule's parameters and checks: barrier_queues.rules
         set_("placement", check_choice("placement", self.placement, schedulers.names()))
+        set_("scheduling", check_choice("scheduling", self.scheduling, schedulers.disciplines()))
         schedulers.validate(self, set_)                 # each scheduler's fields and checks: its room
         self._validate_phases(set_)
 
@@ -393,6 +397,8 @@ class BarrierSystem:
             parts.append(f"{self.phases} phases ({self.sync} sync)")
         if self.placement != "central":
             parts.append(f"batch sampling d = {self.probe_ratio:g}")
+        if self.scheduling != "fcfs":
+            parts.append(f"{self.scheduling} scheduling")
         if self.overhead:
             parts.append(f"{self.overhead} overhead")
         parts.append(f"{self.task_dist.describe()['law']} tasks")
@@ -419,6 +425,8 @@ def option_fields() -> list[dict]:
                     "help": meta["help"] + ": " + "; ".join(f"{n}: {rules.get(f.name, n).help}" for n in names)}
         elif meta["kind"] == "scheduler":
             meta = {**meta, "kind": "choice", "choices": schedulers.names()}
+        elif meta["kind"] == "discipline":
+            meta = {**meta, "kind": "choice", "choices": schedulers.disciplines()}
         meta["name"] = f.name
         meta["flag"] = meta.get("flag") or "--" + f.name.replace("_", "-")
         meta.setdefault("high", None)

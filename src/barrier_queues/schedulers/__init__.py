@@ -15,20 +15,26 @@ which workers. Each room (a module of this package) holds one scheduler:
   with the kernel and must agree with it bit for bit on the same inputs.
 
 Rooms today: :mod:`~barrier_queues.schedulers.central` (the paper's central
-FIFO queue) and :mod:`~barrier_queues.schedulers.sampling` (batch sampling
-with late binding). A new scheduler is one room, one kernel include and its
+FIFO queue: ``scheduling="fcfs"``), :mod:`~barrier_queues.schedulers.waitlist`
+(one waiting list under the other disciplines of EXTENSIONS.md section 4:
+``first-fit``, Spark's rule; ``backfill``; ``server-filling``) and
+:mod:`~barrier_queues.schedulers.sampling` (batch sampling with late
+binding). A system selects its room by ``placement`` and ``scheduling``
+(:func:`of`). A new scheduler is one room, one kernel include and its
 reference function (the book's extension guide shows one).
 """
 
 from __future__ import annotations
 
-from . import central, sampling  # noqa: F401  (the rooms register themselves on import)
+from . import central, sampling, waitlist  # noqa: F401  (the rooms register themselves on import)
 from .base import (
     SCHEDULERS,
     Scheduler,
+    disciplines,
     get,
     job_outputs,
     names,
+    of,
     params,
     register,
     trace_arrays,
@@ -37,5 +43,5 @@ from .base import (
     validate,
 )
 
-__all__ = ["SCHEDULERS", "Scheduler", "get", "job_outputs", "names", "params", "register", "trace_arrays",
+__all__ = ["SCHEDULERS", "Scheduler", "disciplines", "get", "of", "job_outputs", "names", "params", "register", "trace_arrays",
            "trace_frame", "unregister", "validate"]

@@ -25,7 +25,11 @@ class Scheduler:
     Attributes
     ----------
     name : str
-        The value of ``BarrierSystem.placement`` that selects it.
+        The room's name.
+    placement : str
+        The value of ``BarrierSystem.placement`` it serves (default: its name).
+    disciplines : tuple of str
+        The values of ``BarrierSystem.scheduling`` it runs under that placement.
     help : str
     params : tuple of str
         ``BarrierSystem`` fields it owns (None unless it is chosen).
@@ -52,6 +56,8 @@ class Scheduler:
     run: Callable
     run_inputs: Callable
     reference: Callable
+    placement: str = ""
+    disciplines: tuple = ("fcfs",)
     params: tuple = ()
     validate: Callable = _nothing
     draw_extra: Callable = _no_extra
@@ -65,6 +71,8 @@ SCHEDULERS: dict[str, Scheduler] = {}
 
 def register(scheduler: Scheduler) -> Scheduler:
     """Add a scheduler to the registry (its ``params`` must be fields of ``BarrierSystem``)."""
+    if not scheduler.placement:
+        object.__setattr__(scheduler, "placement", scheduler.name)
     SCHEDULERS[scheduler.name] = scheduler
     return scheduler
 
@@ -74,7 +82,23 @@ def unregister(name: str) -> None:
 
 
 def names() -> tuple[str, ...]:
-    return tuple(SCHEDULERS)
+    """The placements (values of ``BarrierSystem.placement``), in registration order."""
+    return tuple(dict.fromkeys(s.placement for s in SCHEDULERS.values()))
+
+
+def disciplines(placement: str | None = None) -> tuple[str, ...]:
+    """The values of ``BarrierSystem.scheduling`` (under one placement, or any)."""
+    return tuple(dict.fromkeys(d for s in SCHEDULERS.values() if placement in (None, s.placement)
+                               for d in s.disciplines))
+
+
+def of(system) -> Scheduler:
+    """The room that runs a system: its placement and its scheduling discipline."""
+    for s in SCHEDULERS.values():
+        if s.placement == system.placement and system.scheduling in s.disciplines:
+            return s
+    raise ParameterError(f"scheduling must be one of {', '.join(repr(d) for d in disciplines(system.placement))} "
+                         f"with placement = {system.placement!r} (got {system.scheduling!r})")
 
 
 def get(name: str) -> Scheduler:
@@ -82,7 +106,7 @@ def get(name: str) -> Scheduler:
         return SCHEDULERS[name]
     except KeyError:
         allowed = ", ".join(repr(n) for n in SCHEDULERS)
-        raise ParameterError(f"placement must be one of {allowed} (got {name!r})") from None
+        raise ParameterError(f"scheduler must be one of {allowed} (got {name!r})") from None
 
 
 def params() -> list[str]:
@@ -92,10 +116,16 @@ def params() -> list[str]:
 
 def validate(system, set_) -> None:
     """The system's scheduler fields: other schedulers' fields are None, the chosen one validates its own."""
-    chosen = get(system.placement)
+    if system.placement not in names():
+        raise ParameterError(f"placement must be one of {', '.join(repr(n) for n in names())} "
+                             f"(got {system.placement!r})")
+    if system.scheduling not in disciplines():
+        raise ParameterError(f"scheduling must be one of {', '.join(repr(d) for d in disciplines())} "
+                             f"(got {system.scheduling!r})")
+    chosen = of(system)
     for name in params():
         if name not in chosen.params and getattr(system, name) is not None:
-            owner = next(s.name for s in SCHEDULERS.values() if name in s.params)
+            owner = next(s.placement for s in SCHEDULERS.values() if name in s.params)
             raise ParameterError(f"{name} must be None with placement = {system.placement!r} (got "
                                  f"{getattr(system, name)!r}): it needs placement = {owner!r}")
     chosen.validate(system, set_)
@@ -123,5 +153,5 @@ def job_outputs(n: int) -> dict:
             "completed": np.empty(n, dtype=np.int64)}
 
 
-__all__ = ["SCHEDULERS", "Scheduler", "get", "job_outputs", "names", "params", "register", "trace_arrays",
+__all__ = ["SCHEDULERS", "Scheduler", "disciplines", "get", "of", "job_outputs", "names", "params", "register", "trace_arrays",
            "trace_frame", "unregister", "validate"]

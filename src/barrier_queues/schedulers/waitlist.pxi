@@ -1,0 +1,398 @@
+# The waiting-list scheduler (scheduler room barrier_queues.schedulers.waitlist): included by _kernels.pyx.
+# Disciplines fcfs, first-fit, backfill and server-filling over one waiting list in arrival order
+# (EXTENSIONS.md section 4); the plain reference is barrier_queues.schedulers.waitlist_reference.
+
+cdef enum:
+    C_FCFS = 0
+    C_FIRST_FIT = 1
+    C_BACKFILL = 2
+    C_SERVER_FILLING = 3
+    C_WAITING = 1
+    C_STARTED = 2
+
+FCFS, FIRST_FIT, BACKFILL, SERVER_FILLING = C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING
+WAITING, STARTED = C_WAITING, C_STARTED
+
+
+cdef struct Wait:
+    const double* arrival
+    const int64_t* k
+    const unsigned char* barrier
+    const int64_t* cls
+    const int64_t* toff
+    const double* times
+    int64_t* status
+    int64_t* handed
+    double* start
+    double* dep
+    double* work
+    double* useful
+    int64_t* completed
+    int64_t* nxt
+    int64_t* prv
+    int64_t* cnext
+    int64_t* cprev
+    int64_t* chead
+    int64_t* ctail
+    const int64_t* creq
+    int64_t nclass
+    int64_t head
+    int64_t tail
+    double* rel_time
+    int64_t* rel_worker
+    int64_t n_rel
+    int64_t* free_ids
+    int64_t n_free
+    double* run
+    double* scratch
+    double* sorted_rel
+    bint two_barrier
+    int64_t servers
+    bint do_trace
+    int64_t* trace_worker
+    double* trace_start
+    double* trace_end
+
+
+cdef inline void _ifree_push(Wait* q, int64_t w) noexcept nogil:
+    """The free workers: a min-heap of worker ids (a job takes the lowest free ids)."""
+    cdef int64_t pos = q.n_free
+    cdef int64_t parent
+    while pos > 0:
+        parent = (pos - 1) >> 1
+        if w < q.free_ids[parent]:
+            q.free_ids[pos] = q.free_ids[parent]
+            pos = parent
+        else:
+            break
+    q.free_ids[pos] = w
+    q.n_free += 1
+
+
+cdef inline int64_t _ifree_pop(Wait* q) noexcept nogil:
+    cdef int64_t top = q.free_ids[0]
+    q.n_free -= 1
+    cdef int64_t last = q.free_ids[q.n_free]
+    cdef int64_t pos = 0
+    cdef int64_t child
+    while True:
+        child = 2 * pos + 1
+        if child >= q.n_free:
+            break
+        if child + 1 < q.n_free and q.free_ids[child + 1] < q.free_ids[child]:
+            child += 1
+        if q.free_ids[child] < last:
+            q.free_ids[pos] = q.free_ids[child]
+            pos = child
+        else:
+            break
+    if q.n_free > 0:
+        q.free_ids[pos] = last
+    return top
+
+
+cdef inline void _wl_link(Wait* q, int64_t j) noexcept nogil:
+    cdef int64_t c = q.cls[j]
+    q.nxt[j] = -1
+    q.prv[j] = q.tail
+    if q.tail >= 0:
+        q.nxt[q.tail] = j
+    else:
+        q.head = j
+    q.tail = j
+    q.cnext[j] = -1
+    q.cprev[j] = q.ctail[c]
+    if q.ctail[c] >= 0:
+        q.cnext[q.ctail[c]] = j
+    else:
+        q.chead[c] = j
+    q.ctail[c] = j
+
+
+cdef inline void _wl_unlink(Wait* q, int64_t j) noexcept nogil:
+    cdef int64_t c = q.cls[j]
+    if q.prv[j] >= 0:
+        q.nxt[q.prv[j]] = q.nxt[j]
+    else:
+        q.head = q.nxt[j]
+    if q.nxt[j] >= 0:
+        q.prv[q.nxt[j]] = q.prv[j]
+    else:
+        q.tail = q.prv[j]
+    if q.cprev[j] >= 0:
+        q.cnext[q.cprev[j]] = q.cnext[j]
+    else:
+        q.chead[c] = q.cnext[j]
+    if q.cnext[j] >= 0:
+        q.cprev[q.cnext[j]] = q.cprev[j]
+    else:
+        q.ctail[c] = q.cprev[j]
+
+
+cdef inline double _wl_service(Wait* q, int64_t j, const Service* sv, int64_t* completed, double* useful) noexcept nogil:
+    """D of job j (relative to its start); fills q.run[:k]."""
+    return _job_service(q.times, q.toff[j], q.k[j], sv, q.run, q.scratch, completed, useful)
+
+
+cdef void _wl_start_job(Wait* q, int64_t j, double now, const Service* sv) noexcept nogil:
+    cdef int64_t completed, i, w
+    cdef double useful, work = 0.0
+    cdef double d = _wl_service(q, j, sv, &completed, &useful)
+    for i in range(q.k[j]):
+        w = _ifree_pop(q)
+        work += q.run[i]
+        q.n_rel = _ev_push(q.rel_time, q.rel_worker, q.n_rel, now + (d if q.two_barrier else q.run[i]), w)
+        if q.do_trace:
+            q.trace_worker[q.toff[j] + i] = w
+            q.trace_start[q.toff[j] + i] = now
+            q.trace_end[q.toff[j] + i] = now + q.run[i]
+    q.start[j] = now
+    q.dep[j] = now + d
+    q.work[j] = work
+    q.useful[j] = useful
+    q.completed[j] = completed
+    q.status[j] = C_STARTED
+    _wl_unlink(q, j)
+
+
+cdef void _wl_start_task(Wait* q, int64_t j, double now) noexcept nogil:
+    cdef int64_t i = q.handed[j]
+    cdef double x = q.times[q.toff[j] + i]
+    cdef int64_t w = _ifree_pop(q)
+    q.n_rel = _ev_push(q.rel_time, q.rel_worker, q.n_rel, now + x, w)
+    if q.do_trace:
+        q.trace_worker[q.toff[j] + i] = w
+        q.trace_start[q.toff[j] + i] = now
+        q.trace_end[q.toff[j] + i] = now + x
+    q.work[j] += x
+    q.useful[j] += x
+    if now + x > q.dep[j]:
+        q.dep[j] = now + x
+    q.handed[j] = i + 1
+    if q.handed[j] == q.k[j]:
+        q.start[j] = now
+        q.completed[j] = q.k[j]
+        q.status[j] = C_STARTED
+        _wl_unlink(q, j)
+
+
+cdef int64_t _wl_fcfs(Wait* q, double now, const Service* sv) noexcept nogil:
+    """Start jobs in arrival order up to the first that cannot start in full; returns it, or -1."""
+    cdef int64_t j
+    while q.head >= 0:
+        j = q.head
+        if q.barrier[j]:
+            if q.k[j] > q.n_free:
+                return j
+            _wl_start_job(q, j, now, sv)
+        else:
+            while q.n_free > 0 and q.handed[j] < q.k[j]:
+                _wl_start_task(q, j, now)
+            if q.status[j] != C_STARTED:
+                return j
+    return -1
+
+
+cdef void _wl_first_fit(Wait* q, double now, const Service* sv) noexcept nogil:
+    """The walk in arrival order skipping barrier jobs that do not fit, as repeated choices of the earliest
+    waiting job that fits (the same jobs, since F only shrinks): O(classes) per start."""
+    cdef int64_t c, h, best
+    while q.n_free > 0:
+        best = -1
+        for c in range(q.nclass):
+            h = q.chead[c]
+            if h >= 0 and q.creq[c] <= q.n_free and (best < 0 or h < best):
+                best = h
+        if best < 0:
+            return
+        if q.barrier[best]:
+            _wl_start_job(q, best, now, sv)
+        else:
+            while q.n_free > 0 and q.handed[best] < q.k[best]:
+                _wl_start_task(q, best, now)
+
+
+cdef int _compare_double(const void* a, const void* b) noexcept nogil:
+    cdef double x = (<const double*> a)[0]
+    cdef double y = (<const double*> b)[0]
+    return (x > y) - (x < y)
+
+
+cdef void _wl_backfill(Wait* q, double now, const Service* sv) noexcept nogil:
+    cdef int64_t head = _wl_fcfs(q, now, sv)
+    cdef int64_t i, j, nj, need, spare, completed
+    cdef double t_h, d, top, useful
+    if head < 0 or not q.barrier[head] or q.n_free == 0:
+        return
+    for i in range(q.n_rel):
+        q.sorted_rel[i] = q.rel_time[i]
+    qsort(q.sorted_rel, q.n_rel, sizeof(double), _compare_double)
+    need = q.k[head] - q.n_free
+    t_h = q.sorted_rel[need - 1]
+    spare = q.n_free - q.k[head]
+    for i in range(q.n_rel):
+        if q.sorted_rel[i] <= t_h:
+            spare += 1
+    j = q.nxt[head]
+    while j >= 0 and q.n_free > 0:
+        nj = q.nxt[j]
+        if q.barrier[j]:
+            if q.k[j] <= q.n_free:
+                d = _wl_service(q, j, sv, &completed, &useful)
+                if q.two_barrier:
+                    top = d
+                else:
+                    top = q.run[0]
+                    for i in range(1, q.k[j]):
+                        if q.run[i] > top:
+                            top = q.run[i]
+                if now + top <= t_h:
+                    _wl_start_job(q, j, now, sv)
+                elif q.k[j] <= spare:
+                    _wl_start_job(q, j, now, sv)
+                    spare -= q.k[j]
+        else:
+            while q.n_free > 0 and q.handed[j] < q.k[j]:
+                if now + q.times[q.toff[j] + q.handed[j]] <= t_h:
+                    _wl_start_task(q, j, now)
+                elif spare >= 1:
+                    _wl_start_task(q, j, now)
+                    spare -= 1
+                else:
+                    break
+        j = nj
+
+
+cdef void _wl_server_filling(Wait* q, double now, const Service* sv) noexcept nogil:
+    """The shortest prefix whose k sum to at least s, started in decreasing k (ties in arrival order) while
+    they fit; every k a power of two, so the prefix's jobs of one k are that class's first ones."""
+    cdef int64_t j = q.head
+    cdef int64_t total = 0
+    cdef int64_t last = -1
+    cdef int64_t c, best, h
+    while j >= 0:
+        total += q.k[j]
+        last = j
+        if total >= q.servers:
+            break
+        j = q.nxt[j]
+    if last < 0:
+        return
+    while True:
+        best = -1
+        for c in range(q.nclass):
+            h = q.chead[c]
+            if h >= 0 and h <= last and (best < 0 or q.k[h] > q.k[best] or (q.k[h] == q.k[best] and h < best)):
+                best = h
+        if best < 0 or q.k[best] > q.n_free:
+            return
+        _wl_start_job(q, best, now, sv)
+
+
+cdef void _wl_decide(Wait* q, double now, const Service* sv, int64_t discipline) noexcept nogil:
+    if discipline == C_FCFS:
+        _wl_fcfs(q, now, sv)
+    elif discipline == C_FIRST_FIT:
+        _wl_first_fit(q, now, sv)
+    elif discipline == C_BACKFILL:
+        _wl_backfill(q, now, sv)
+    else:
+        _wl_server_filling(q, now, sv)
+
+
+cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arrival, const Service* sv,
+                        int64_t discipline) noexcept nogil:
+    cdef double now
+    cdef int64_t j
+    for j in range(pos):                      # jobs of earlier calls that still wait, in arrival order
+        if q.status[j] == C_WAITING:
+            _wl_link(q, j)
+    while True:
+        if pos < nw and not (q.n_rel > 0 and q.rel_time[0] <= q.arrival[pos]):
+            now = q.arrival[pos]
+            q.status[pos] = C_WAITING
+            _wl_link(q, pos)
+            pos += 1
+        elif q.n_rel > 0 and (pos < nw or q.rel_time[0] <= next_first_arrival):
+            now = q.rel_time[0]
+            while q.n_rel > 0 and q.rel_time[0] == now:
+                _ifree_push(q, q.rel_worker[0])
+                q.n_rel = _ev_pop(q.rel_time, q.rel_worker, q.n_rel)
+        else:
+            return
+        _wl_decide(q, now, sv, discipline)
+
+
+def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned char[::1] barrier,
+                 const int64_t[::1] cls, const int64_t[::1] toff, const double[::1] times, int64_t[::1] status,
+                 int64_t[::1] handed, double[::1] start, double[::1] dep, double[::1] work, double[::1] useful,
+                 int64_t[::1] completed, const int64_t[::1] creq, int64_t pos, double next_first_arrival,
+                 int64_t discipline, int64_t phases, int64_t policy, int64_t stragglers, const double[::1] params,
+                 bint two_barrier, double[::1] rel_time, int64_t[::1] rel_worker, int64_t[::1] heap_state,
+                 int64_t[::1] free_ids, int64_t[::1] trace_worker, double[::1] trace_start, double[::1] trace_end):
+    """Process a window of jobs (those of earlier calls that have not all started, then a new chunk from
+    ``pos``) until every event before ``next_first_arrival`` (inf: drain) is done; see the module docstring of
+    :mod:`barrier_queues.schedulers.waitlist`. ``heap_state`` = (releases pending, free workers) carries the
+    workers from call to call in ``rel_time``/``rel_worker`` (a heap of (time, worker)) and ``free_ids``."""
+    cdef Service sv = _service(phases, policy, stragglers, params)
+    cdef int64_t nw = arrival.shape[0]
+    cdef int64_t nclass = creq.shape[0]
+    cdef int64_t s = free_ids.shape[0]
+    cdef int64_t kmax = 1
+    cdef int64_t j
+    cdef Wait q
+    for j in range(nw):
+        if k[j] > kmax:
+            kmax = k[j]
+    cdef int64_t* links = <int64_t*> malloc((4 * nw + 2 * nclass + 1) * sizeof(int64_t))
+    cdef double* buffers = <double*> malloc((2 * kmax + s + 1) * sizeof(double))
+    if links == NULL or buffers == NULL:
+        free(links)
+        free(buffers)
+        raise MemoryError("the waiting-list kernel could not allocate its buffers")
+    q.arrival = &arrival[0] if nw else NULL
+    q.k = &k[0] if nw else NULL
+    q.barrier = &barrier[0] if nw else NULL
+    q.cls = &cls[0] if nw else NULL
+    q.toff = &toff[0] if nw else NULL
+    q.times = &times[0] if times.shape[0] else NULL
+    q.status = &status[0] if nw else NULL
+    q.handed = &handed[0] if nw else NULL
+    q.start = &start[0] if nw else NULL
+    q.dep = &dep[0] if nw else NULL
+    q.work = &work[0] if nw else NULL
+    q.useful = &useful[0] if nw else NULL
+    q.completed = &completed[0] if nw else NULL
+    q.nxt = links
+    q.prv = links + nw
+    q.cnext = links + 2 * nw
+    q.cprev = links + 3 * nw
+    q.chead = links + 4 * nw
+    q.ctail = links + 4 * nw + nclass
+    for j in range(nclass):
+        q.chead[j] = -1
+        q.ctail[j] = -1
+    q.creq = &creq[0]
+    q.nclass = nclass
+    q.head = -1
+    q.tail = -1
+    q.rel_time = &rel_time[0]
+    q.rel_worker = &rel_worker[0]
+    q.n_rel = heap_state[0]
+    q.free_ids = &free_ids[0]
+    q.n_free = heap_state[1]
+    q.run = buffers
+    q.scratch = buffers + kmax
+    q.sorted_rel = buffers + 2 * kmax
+    q.two_barrier = two_barrier
+    q.servers = s
+    q.do_trace = trace_worker.shape[0] > 0
+    q.trace_worker = &trace_worker[0] if q.do_trace else NULL
+    q.trace_start = &trace_start[0] if q.do_trace else NULL
+    q.trace_end = &trace_end[0] if q.do_trace else NULL
+    with nogil:
+        _run_waitlist(&q, nw, pos, next_first_arrival, &sv, discipline)
+    heap_state[0] = q.n_rel
+    heap_state[1] = q.n_free
+    free(links)
+    free(buffers)

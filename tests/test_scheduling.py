@@ -1,0 +1,196 @@
+"""Scheduling disciplines (EXTENSIONS.md section 4): kernel = plain reference per job, identity oracles,
+queueing theory and invariants."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import barrier_queues as bq
+from barrier_queues.inputs import chunk_jobs, draw_jobs
+from barrier_queues.order_stats import harmonic
+from barrier_queues.runs import run_replication
+from barrier_queues.schedulers import central, waitlist
+from barrier_queues.schedulers.waitlist_reference import simulate_waitlist_reference
+
+S = bq.BarrierSystem
+DISCIPLINES = ("fcfs", "first-fit", "backfill", "server-filling")
+
+SYSTEMS = {
+    "heterogeneous k": dict(servers=16, tasks_pmf={2: 0.6, 8: 0.3, 16: 0.1}, arrival_rate=0.9),
+    "hybrid": dict(servers=16, tasks=8, barrier_fraction=0.5, arrival_rate=1.0),
+    "hybrid pmf": dict(servers=12, tasks_pmf={1: 0.5, 3: 0.3, 12: 0.2}, barrier_fraction=0.7, arrival_rate=1.0),
+    "2-barrier powers of two": dict(servers=16, tasks_pmf={2: 0.6, 8: 0.3, 16: 0.1}, barriers=2, arrival_rate=0.5),
+    "2-barrier (s,k,l)": dict(servers=16, tasks=8, needed=6, barriers=2, arrival_rate=1.0),
+    "knee release": dict(servers=16, tasks_pmf={4: 0.5, 8: 0.5}, barriers=2, release="knee",
+                         task_dist="bimodal:p=0.9,rate1=2,rate2=0.2", arrival_rate=0.5),
+    "phases, Spark sync": dict(servers=8, tasks_pmf={2: 0.5, 4: 0.5}, phases=3, sync="spark", arrival_rate=0.3),
+    "deterministic arrivals, Erlang tasks": dict(servers=8, tasks_pmf={1: 0.7, 8: 0.3}, arrival="deterministic",
+                                                 task_dist="erlang:shape=3,rate=3", arrival_rate=1.5),
+}
+
+
+def _inputs(system, n, seed):
+    return draw_jobs(system, n, np.random.default_rng(seed))
+
+
+def _same(kernel, ref):
+    for key in ("start", "departure", "work", "useful", "completed"):
+        assert np.array_equal(np.asarray(kernel[key]), np.asarray(ref[key])), key
+
+
+@pytest.mark.parametrize("name", SYSTEMS)
+@pytest.mark.parametrize("discipline", DISCIPLINES)
+def test_the_waitlist_kernel_equals_its_reference_job_by_job(name, discipline):
+    try:
+        system = S(**SYSTEMS[name], scheduling=discipline if discipline != "fcfs" else "first-fit")
+    except bq.ParameterError:
+        assert discipline == "server-filling"            # defined for 2-barrier powers of two only
+        return
+    inputs = _inputs(system, 3000, seed=11)
+    _same(waitlist.run_inputs(system, inputs, discipline=discipline),
+          waitlist.reference(system, inputs, discipline=discipline))
+
+
+@pytest.mark.parametrize("name", SYSTEMS)
+def test_fcfs_of_the_waitlist_is_the_papers_fifo_queue_bit_for_bit(name):
+    """The waiting list under fcfs (event by event) and the central queue's start recursion agree per job."""
+    system = S(**SYSTEMS[name])
+    inputs = _inputs(system, 3000, seed=12)
+    _same(waitlist.run_inputs(system.replace(scheduling="first-fit"), inputs, discipline="fcfs"),
+          central.run_inputs(system, inputs))
+
+
+@pytest.mark.parametrize("discipline", ("first-fit", "backfill"))
+def test_across_chunk_boundaries_a_replication_equals_the_reference_on_its_inputs(discipline):
+    """Jobs of 4,096 draws make chunks of 1,024 jobs: a window of unstarted jobs crosses chunk boundaries."""
+    system = S(servers=64, tasks_pmf={1: 0.6, 64: 0.4}, phases=64, arrival_rate=0.01, scheduling=discipline)
+    size = chunk_jobs(system)
+    assert size == 1024
+    jobs = 2600
+    rep = run_replication(system, jobs, np.random.default_rng(5), keep_jobs=True, warmup=0)
+    rng, parts, done, start = np.random.default_rng(5), [], 0, 0.0
+    while done < jobs:
+        part = draw_jobs(system, min(size, jobs - done), rng, start_time=start)
+        parts.append(part)
+        done += part["arrival"].size
+        start = part["arrival"][-1]
+    times = np.concatenate([p["times"] for p in parts])
+    tasks = np.concatenate([p["tasks"] for p in parts])
+    ref = simulate_waitlist_reference(np.concatenate([p["arrival"] for p in parts]), tasks,
+                                      np.concatenate([p["barrier"] for p in parts]), times, 64, discipline,
+                                      phases=64, release="fixed")
+    _same(rep.jobs, ref)
+
+
+@pytest.mark.parametrize("discipline", ("first-fit", "backfill"))
+def test_with_one_k_of_barrier_jobs_first_fit_and_backfill_are_fcfs(discipline):
+    system = S(servers=16, tasks=4, arrival_rate=3.0)
+    inputs = _inputs(system, 5000, seed=3)
+    _same(waitlist.run_inputs(system.replace(scheduling=discipline), inputs), central.run_inputs(system, inputs))
+    two = S(servers=16, tasks=4, needed=3, barriers=2, arrival_rate=2.0)
+    inputs = _inputs(two, 5000, seed=4)
+    _same(waitlist.run_inputs(two.replace(scheduling=discipline), inputs), central.run_inputs(two, inputs))
+
+
+def _erlang_c_waiting(s, lam, mu):
+    a = lam / mu
+    rho = a / s
+    terms = sum(a**i / math.factorial(i) for i in range(s))
+    last = a**s / math.factorial(s) / (1 - rho)
+    return last / (terms + last) / (s * mu - lam)
+
+
+@pytest.mark.parametrize("discipline", DISCIPLINES)
+def test_with_k_1_every_discipline_is_the_m_m_s_queue(discipline):
+    barriers = 2 if discipline == "server-filling" else 1
+    system = S(servers=4, tasks=1, barriers=barriers, arrival_rate=3.0, scheduling=discipline)
+    res = bq.simulate(system, jobs=40_000, replications=8, seed=21, workers=1)
+    lo, hi = res.summary()["ci"]["waiting"]
+    assert lo <= _erlang_c_waiting(4, 3.0, 1.0) <= hi
+
+
+def test_one_or_all_fifo_limit_against_a_saturated_run():
+    """fcfs, 1 barrier, exponential tasks, a share beta of k = s jobs and the rest k = 1:
+    lambda_max = s mu / (1 - beta + beta s H_s) (EXTENSIONS.md section 4)."""
+    s_, beta = 8, 0.2
+    exact = s_ / (1 - beta + beta * s_ * harmonic(s_))
+    est = bq.saturated_throughput(S(servers=s_, tasks_pmf={1: 1 - beta, s_: beta}), jobs=100_000,
+                                  replications=8, seed=2)
+    lo, hi = est["lambda_max_ci"]
+    assert lo <= exact <= hi, (lo, exact, hi)
+
+
+def test_first_fit_lets_small_jobs_overtake_and_large_jobs_wait_longer():
+    """Spark's rule against the paper's FIFO on one mixed workload: small jobs wait less, large ones more."""
+    base = S(servers=16, tasks_pmf={2: 0.8, 16: 0.2}, arrival_rate=0.6)
+    out = {}
+    for d in ("fcfs", "first-fit"):
+        res = bq.simulate(base.replace(scheduling=d), jobs=30_000, replications=4, seed=8, keep_jobs=True)
+        frame = res.to_frame()
+        frame = frame[~frame.warmup]
+        out[d] = frame.groupby("tasks").waiting.mean()
+    assert out["first-fit"][2] < out["fcfs"][2] and out["first-fit"][16] > out["fcfs"][16]
+
+
+def _busy_at(trace, t):
+    return int(((trace["start"] <= t) & (t < trace["end"])).sum())
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), discipline=st.sampled_from(["first-fit", "backfill", "fcfs"]),
+       servers=st.integers(2, 12), barriers=st.sampled_from([1, 2]))
+def test_invariants_no_worker_serves_two_tasks_and_first_fit_leaves_no_fitting_job_waiting(
+        seed, discipline, servers, barriers):
+    rng = np.random.default_rng(seed)
+    ks = sorted({1, int(rng.integers(1, servers + 1)), servers})
+    system = S(servers=servers, tasks_pmf={k: 1 / len(ks) for k in ks}, barriers=barriers,
+               barrier_fraction=1.0 if barriers == 2 else 0.8, arrival_rate=0.5 / servers * 4,
+               scheduling="first-fit")
+    inputs = draw_jobs(system, 60, rng)
+    res, tr = waitlist.reference(system, inputs, trace=True, discipline=discipline)
+    k = inputs["tasks"]
+    first = np.concatenate([inputs["offsets"][j] + np.arange(k[j]) for j in range(k.size)])
+    worker, start, end = (np.asarray(tr[x])[first] for x in ("worker", "start", "end"))
+    for w in np.unique(worker):                       # each worker's tasks never overlap
+        order = np.argsort(start[worker == w], kind="stable")
+        s_, e_ = start[worker == w][order], end[worker == w][order]
+        assert (s_[1:] >= e_[:-1]).all()
+    kernel = waitlist.run_inputs(system, inputs, discipline=discipline)
+    _same(kernel, res)
+    if discipline == "first-fit":                     # after each decision no waiting barrier job fits
+        tasks = {"start": start, "end": np.where(barriers == 2, np.repeat(
+            np.asarray(res["departure"]), k), end)}
+        for t in np.unique(np.concatenate([inputs["arrival"], tasks["end"]])):
+            free = servers - _busy_at(tasks, t)
+            waiting = (inputs["arrival"] <= t) & (np.asarray(res["start"]) > t) & inputs["barrier"]
+            assert (k[waiting] > free).all()
+
+
+def test_backfill_never_delays_the_reserved_job():
+    """Every reservation (H, t_H) made by the reference is kept: H starts at or before t_H."""
+    from barrier_queues.schedulers import waitlist_reference
+
+    system = S(servers=16, tasks_pmf={2: 0.7, 12: 0.3}, arrival_rate=0.8, scheduling="backfill")
+    inputs = _inputs(system, 4000, seed=31)
+    log = []
+    res = waitlist_reference.simulate_waitlist_reference(
+        inputs["arrival"], inputs["tasks"], inputs["barrier"], inputs["times"], 16, "backfill",
+        reservations=log, release="fixed")
+    assert len(log) > 100
+    assert all(res["start"][h] <= t_h for h, t_h in log)
+
+
+def test_disciplines_refuse_what_they_do_not_define():
+    with pytest.raises(bq.ParameterError, match="scheduling must be one of 'fcfs' with placement = 'sample'"):
+        S(servers=16, tasks=4, placement="sample", scheduling="first-fit")
+    with pytest.raises(bq.ParameterError, match="server-filling' needs every k a power of two dividing"):
+        S(servers=12, tasks_pmf={3: 0.5, 4: 0.5}, barriers=2, scheduling="server-filling")
+    with pytest.raises(bq.ParameterError, match="overhead must be None with scheduling = 'first-fit'"):
+        S(servers=8, tasks=2, overhead="event", arrival_rate=1.0, scheduling="first-fit")
+    with pytest.raises(bq.ParameterError, match="scheduling must be 'fcfs' for a saturated run"):
+        bq.saturated_throughput(S(servers=8, tasks=2, scheduling="backfill"), jobs=1000, replications=2)
+    with pytest.raises(bq.ParameterError, match="scheduling must be one of"):
+        S(servers=8, tasks=2, scheduling="lifo")
