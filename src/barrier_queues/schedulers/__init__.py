@@ -43,5 +43,5 @@ from .base import (
     validate,
 )
 
-__all__ = ["SCHEDULERS", "Scheduler", "disciplines", "get", "of", "job_outputs", "names", "params", "register", "trace_arrays",
-           "trace_frame", "unregister", "validate"]
+__all__ = ["SCHEDULERS", "Scheduler", "disciplines", "get", "job_outputs", "names", "of", "params", "register",
+           "trace_arrays", "trace_frame", "unregister", "validate"]

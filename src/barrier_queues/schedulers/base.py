@@ -153,5 +153,5 @@ def job_outputs(n: int) -> dict:
             "completed": np.empty(n, dtype=np.int64)}
 
 
-__all__ = ["SCHEDULERS", "Scheduler", "disciplines", "get", "of", "job_outputs", "names", "params", "register", "trace_arrays",
-           "trace_frame", "unregister", "validate"]
+__all__ = ["SCHEDULERS", "Scheduler", "disciplines", "get", "job_outputs", "names", "of", "params", "register",
+           "trace_arrays", "trace_frame", "unregister", "validate"]
