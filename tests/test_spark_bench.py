@@ -161,3 +161,24 @@ def test_load_sampler_measures_a_busy_core():
     out = sampler.stop()
     assert out["loadavg_1min"]["samples"] >= 3
     assert 0.9 / os.cpu_count() <= out["cpu_busy"] <= 1.0
+
+
+def test_mixed_workload_configs_draw_each_jobs_kind_from_their_own_stream():
+    base = SparkBenchConfig(executors=8, tasks=8, tasks_pmf="2:0.5,8:0.5", task_mean=2.0, arrival_rate=0.2,
+                            jobs=4000, seed=5)
+    ks, barrier = base.job_kinds()
+    assert set(ks) == {2, 8} and barrier.all() and abs((ks == 8).mean() - 0.5) < 0.03
+    assert base.system().tasks_pmf == ((2, 0.5), (8, 0.5))
+    hybrid = SparkBenchConfig(executors=8, tasks=4, barrier_fraction=0.5, task_mean=2.0, arrival_rate=0.3,
+                              jobs=4000, seed=5)
+    ks, barrier = hybrid.job_kinds()
+    assert (ks == 4).all() and abs(barrier.mean() - 0.5) < 0.03
+    assert hybrid.system().barrier_fraction == 0.5
+    single = SparkBenchConfig(executors=8, tasks=4, arrival_rate=0.3, jobs=50, seed=5)
+    assert single.job_kinds()[1].all()
+    with pytest.raises(ParameterError, match="tasks must be the largest k of tasks_pmf"):
+        SparkBenchConfig(executors=8, tasks=4, tasks_pmf="2:0.5,8:0.5", task_mean=2.0)
+    with pytest.raises(ParameterError, match="task_mean must be given with tasks_pmf"):
+        SparkBenchConfig(executors=8, tasks=8, tasks_pmf="2:0.5,8:0.5")
+    with pytest.raises(ParameterError, match="phases must be 1 and sync_points 0 for a mixed workload"):
+        SparkBenchConfig(executors=8, tasks=4, barrier_fraction=0.5, phases=2)

@@ -476,7 +476,8 @@ def _spark_bench(args) -> dict:
                               jobs=args.jobs, warmup_jobs=args.warmup_jobs, task_mean=args.task_mean,
                               sync_points=args.sync_points, phases=args.phases, saturated=args.saturated,
                               revive_interval=args.revive, seed=args.seed, master=args.master,
-                              time_limit=args.time_limit)
+                              time_limit=args.time_limit, tasks_pmf=args.tasks_pmf,
+                              barrier_fraction=args.barrier_fraction)
     out_dir = check_new_folder("--out", args.out, "measured data")      # before a run of many minutes
     if args.archive:
         if Path(args.archive).resolve() == out_dir.resolve():
@@ -627,6 +628,10 @@ def _add_spark_bench(sub) -> None:
                         description="Poisson arrivals of k-task barrier jobs on Spark; writes a run folder.")
     sb.add_argument("--executors", "-s", type=_int("executors", 1, 4096), default=4, help="single-core executors s")
     sb.add_argument("--tasks", "-k", type=_int("tasks", 1, 4096), default=2, help="barrier tasks per job k <= s")
+    sb.add_argument("--tasks-pmf", default=None,
+                    help="mixed workload: pmf of k, e.g. '2:0.5,8:0.5' (--tasks is then its largest k)")
+    sb.add_argument("--barrier-fraction", type=_float("barrier-fraction", 0, 1), default=1.0,
+                    help="share of barrier jobs; the others are plain stages of k tasks (default 1)")
     sb.add_argument("--arrival-rate", type=_scale("arrival-rate"), default=None,
                     help="jobs per second (required unless --saturated)")
     sb.add_argument("--jobs", type=_int("jobs", 1, 1_000_000), default=100, help="measured jobs")

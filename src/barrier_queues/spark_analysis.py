@@ -171,7 +171,8 @@ def load_run(path) -> SparkRun:
         htasks[c] = [np.array([float(v) - origin for v in str(x).split(";")]) if isinstance(x, str) and x
                      else np.empty(0) for x in htasks[c]]
 
-    measured = arrivals[~arrivals.warmup.astype(bool)]
+    measured = arrivals[~arrivals.warmup.astype(bool)].rename(columns={"tasks": "harness_tasks",
+                                                                       "barrier": "harness_barrier"})
     logjobs = log.jobs.dropna(subset=["key"]).set_index("key")
     missing = sorted(set(measured.tag) - set(logjobs.index), key=lambda t: int(t) if t.isdigit() else -1)
     ok = measured[measured.status == "ok"]
@@ -188,6 +189,13 @@ def load_run(path) -> SparkRun:
     jobs["waiting"] = jobs.first_launch - jobs.arrival
     jobs["execution"] = jobs.completion - jobs.first_launch
     jobs["sojourn"] = jobs.completion - jobs.arrival
+    if "harness_tasks" in joined:                       # a mixed workload: each job's k and kind, as Spark ran it
+        jobs["tasks"] = joined.tasks.astype(int)
+        jobs["barrier"] = joined.barrier.astype(bool)
+        wrong = (jobs.tasks != joined.harness_tasks.astype(int)) | (jobs.barrier != joined.harness_barrier.astype(bool))
+        if wrong.any():
+            raise EventLogError(f"job {jobs.tag[wrong].iloc[0]}: the event log's tasks or barrier flag differ from "
+                                "the harness's record: the log and the run folder do not match")
     jobs = jobs.sort_values("arrival").reset_index(drop=True)
 
     tasks = log.tasks[log.tasks.job_id.isin(jobs.job_id)].merge(

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validation import ParameterError, check_int, check_positive
+from ._validation import ParameterError, check_int, check_positive, check_probability
 from .backends import check_master_reachable, java_version
 from .load import offered_utilization
 from .outputs import check_new_folder
@@ -60,6 +60,13 @@ class SparkBenchConfig:
     ``sync_points`` barrier() calls splitting one sleep (older runs),
     ``saturated`` (all jobs at once), ``revive_interval`` Spark's
     ``spark.scheduler.revive.interval``, ``time_limit`` for the whole run.
+
+    Mixed workloads: ``tasks_pmf`` (e.g. ``"2:0.5,8:0.5"``, instead of one
+    ``tasks``) draws each job's k, and ``barrier_fraction`` (< 1) makes each
+    job a barrier job with that probability, else a plain stage of k
+    independent tasks; both are drawn per job from a stream of their own
+    (``SeedSequence([seed, 1])``), so the arrival times are those of a
+    single-k run with the same seed. Each job's k and kind are recorded.
     """
 
     executors: int = 4
@@ -74,6 +81,8 @@ class SparkBenchConfig:
     revive_interval: float = 1.0
     seed: int = 1
     master: str | None = None
+    tasks_pmf: str | None = None
+    barrier_fraction: float = 1.0
     executor_memory_mb: int = 512
     time_limit: float = 600.0
     registration_timeout: float = 120.0
@@ -81,6 +90,20 @@ class SparkBenchConfig:
     def __post_init__(self):
         s = check_int("executors", self.executors, low=1)
         check_int("tasks", self.tasks, low=1, high=s, high_name=f"executors = {s}")
+        check_probability("barrier_fraction", self.barrier_fraction)
+        if self.tasks_pmf is not None:
+            from .system import parse_pmf
+
+            pmf = parse_pmf(self.tasks_pmf, s)
+            if self.tasks != max(k for k, _ in pmf):
+                raise ParameterError(f"tasks must be the largest k of tasks_pmf (got tasks = {self.tasks} and "
+                                     f"tasks_pmf = {self.tasks_pmf!r})")
+            if self.task_mean is None:
+                raise ParameterError("task_mean must be given with tasks_pmf (seconds > 0): one sleep law for "
+                                     "every k")
+        if (self.tasks_pmf is not None or self.barrier_fraction < 1) and (self.phases > 1 or self.sync_points):
+            raise ParameterError("phases must be 1 and sync_points 0 for a mixed workload (barrier() needs "
+                                 "barrier jobs of one k)")
         if self.saturated is True:
             if self.arrival_rate is not None:
                 raise ParameterError(f"arrival_rate must be None for a saturated run (got {self.arrival_rate!r}): "
@@ -115,9 +138,20 @@ class SparkBenchConfig:
     def system(self) -> BarrierSystem:
         """The model of this run: 1-barrier, Exp(1/task_mean) sleeps, phases with Spark's barrier()."""
         extra = {"phases": self.phases, "sync": "spark"} if self.phases > 1 else {}
+        k = {"tasks": self.tasks} if self.tasks_pmf is None else {"tasks_pmf": self.tasks_pmf}
         # arrival_rate is None for a saturated run
-        return BarrierSystem(servers=self.executors, tasks=self.tasks, arrival_rate=self.arrival_rate,
-                             task_rate=1.0 / self.mean_task, **extra)
+        return BarrierSystem(servers=self.executors, arrival_rate=self.arrival_rate, task_rate=1.0 / self.mean_task,
+                             barrier_fraction=self.barrier_fraction, **k, **extra)
+
+    def job_kinds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each measured job's k and whether it is a barrier job (drawn from ``SeedSequence([seed, 1])``)."""
+        system = self.system()
+        rng = np.random.default_rng([self.seed, 1])
+        ks = system.ks[rng.choice(system.ks.size, size=self.jobs, p=system.pk)] if self.tasks_pmf else \
+            np.full(self.jobs, self.tasks, dtype=np.int64)
+        barrier = rng.random(self.jobs) < self.barrier_fraction if self.barrier_fraction < 1 else \
+            np.ones(self.jobs, dtype=bool)
+        return ks, barrier
 
     @property
     def spark_master(self) -> str:
@@ -168,6 +202,23 @@ def _task(job: int, seed: int, mean: float, sync_points: int, phases: int = 1):
                 syncs.append((arrive, _time.time()))
             _time.sleep(sleep)
         yield (job, part, sum(sleeps), started, _time.time(), syncs, sleeps)
+    return work
+
+
+def _plain_task(job: int, seed: int, mean: float):
+    """A task of a non-barrier job: one seeded exponential sleep (each task is scheduled on its own)."""
+    def work(_):
+        import random
+        import time as _time
+
+        from pyspark import TaskContext
+
+        part = TaskContext.get().partitionId()
+        rng = random.Random(seed * 1_000_003 + job * 1009 + part)
+        sleep = rng.expovariate(1.0 / mean)
+        started = _time.time()
+        _time.sleep(sleep)
+        yield (job, part, sleep, started, _time.time(), [], [sleep])
     return work
 
 
@@ -272,15 +323,20 @@ def _start_session(config: SparkBenchConfig, run_dir: Path, t_begin: float):
 
 def _job_runner(sc, config: SparkBenchConfig, tasks, arrivals):
     """``run_job(tag, index, warm, planned)``: one barrier job, its tasks and its arrival recorded."""
+    ks, kinds = config.job_kinds()
+
     def run_job(tag: str, index: int, warm: bool, planned: float):
         sc.setLocalProperty("bq.job", tag)
+        k, barrier = (int(ks[index]), bool(kinds[index])) if index >= 0 else (config.tasks, True)
         submitted = time.time()
         status = "ok"
         try:
-            rows = (sc.parallelize(range(config.tasks), config.tasks).barrier()
-                    .mapPartitions(_task(index, config.seed, config.mean_task, config.sync_points,
-                                         config.phases))
-                    .collect())
+            stage = sc.parallelize(range(k), k)
+            if barrier:
+                rows = stage.barrier().mapPartitions(_task(index, config.seed, config.mean_task, config.sync_points,
+                                                           config.phases)).collect()
+            else:
+                rows = stage.mapPartitions(_plain_task(index, config.seed, config.mean_task)).collect()
             for _job, part, sleep, start, end, syncs, sleeps in rows:
                 tasks.write([tag, part, sleep, start, end,
                              ";".join(f"{a:.6f}" for a, _ in syncs),
@@ -288,7 +344,7 @@ def _job_runner(sc, config: SparkBenchConfig, tasks, arrivals):
                              ";".join(repr(x) for x in sleeps)])
         except Exception as exc:  # a failed job is recorded, not fatal
             status = f"failed: {type(exc).__name__}"
-        arrivals.write([tag, warm, planned, submitted, time.time(), status])
+        arrivals.write([tag, warm, planned, submitted, time.time(), status, k, int(barrier)])
 
     return run_job
 
@@ -373,7 +429,7 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
     old_env = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     arrivals = _Recorder(run_dir / "arrivals.csv",
-                         ["tag", "warmup", "planned", "submitted", "completed", "status"])
+                         ["tag", "warmup", "planned", "submitted", "completed", "status", "tasks", "barrier"])
     tasks = _Recorder(run_dir / "tasks.csv",
                       ["tag", "partition", "sleep", "start", "end", "sync_arrive", "sync_release", "sleeps"])
     spark = None
