@@ -188,9 +188,57 @@ def test_disciplines_refuse_what_they_do_not_define():
         S(servers=16, tasks=4, placement="sample", scheduling="first-fit")
     with pytest.raises(bq.ParameterError, match="server-filling' needs every k a power of two dividing"):
         S(servers=12, tasks_pmf={3: 0.5, 4: 0.5}, barriers=2, scheduling="server-filling")
-    with pytest.raises(bq.ParameterError, match="overhead must be None with scheduling = 'first-fit'"):
-        S(servers=8, tasks=2, overhead="event", arrival_rate=1.0, scheduling="first-fit")
+    with pytest.raises(bq.ParameterError, match="overhead must be None with scheduling = 'backfill'"):
+        S(servers=8, tasks=2, overhead="event", arrival_rate=1.0, scheduling="backfill")
+    with pytest.raises(bq.ParameterError, match="overhead must be None or event with scheduling = 'first-fit'"):
+        S(servers=8, tasks=2, overhead="paper", arrival_rate=1.0, scheduling="first-fit")
     with pytest.raises(bq.ParameterError, match="scheduling must be 'fcfs' for a saturated run"):
         bq.saturated_throughput(S(servers=8, tasks=2, scheduling="backfill"), jobs=1000, replications=2)
     with pytest.raises(bq.ParameterError, match="scheduling must be one of"):
         S(servers=8, tasks=2, scheduling="lifo")
+
+
+EVENT = {
+    "one k": dict(servers=8, tasks=4, arrival_rate=0.8),
+    "hybrid": dict(servers=8, tasks=4, barrier_fraction=0.5, arrival_rate=0.9),
+    "pmf with k = 1": dict(servers=8, tasks_pmf={1: 0.5, 2: 0.25, 8: 0.25}, arrival_rate=0.5),
+}
+
+
+@pytest.mark.parametrize("name", EVENT)
+def test_fcfs_with_spark_offers_is_the_central_event_model_bit_for_bit(name):
+    """Spark's offers in the waiting list (releases offer single executors, ticks and arrivals global ones)
+    under fcfs give the central queue's event-accurate model job by job (1 barrier)."""
+    system = S(**EVENT[name], overhead="event", revive_interval=1.0)
+    inputs = _inputs(system, 3000, seed=14)
+    _same(waitlist.run_inputs(system.replace(scheduling="first-fit"), inputs, phase=0.37, discipline="fcfs"),
+          central.run_inputs(system, inputs, phase=0.37))
+
+
+@pytest.mark.parametrize("name", EVENT)
+@pytest.mark.parametrize("barriers", (1, 2))
+def test_first_fit_with_spark_offers_equals_its_reference(name, barriers):
+    system = S(**EVENT[name], barriers=barriers, overhead="event", revive_interval=1.0, scheduling="first-fit")
+    inputs = _inputs(system, 3000, seed=15)
+    _same(waitlist.run_inputs(system, inputs, phase=0.61), waitlist.reference(system, inputs, phase=0.61))
+
+
+def test_spark_offers_across_chunk_boundaries():
+    system = S(servers=64, tasks_pmf={1: 0.6, 64: 0.4}, phases=64, arrival_rate=0.01, scheduling="first-fit",
+               overhead="event", revive_interval=1.0)
+    jobs = 2600
+    rep = run_replication(system, jobs, np.random.default_rng(6), keep_jobs=True, warmup=0)
+    rng, parts, done, start = np.random.default_rng(6), [], 0, 0.0
+    phase = np.random.default_rng(6).uniform(0.0, 1.0)      # the replication's first draw
+    rng.uniform(0.0, 1.0)
+    while done < jobs:
+        part = draw_jobs(system, min(chunk_jobs(system), jobs - done), rng, start_time=start)
+        parts.append(part)
+        done += part["arrival"].size
+        start = part["arrival"][-1]
+    ref = simulate_waitlist_reference(np.concatenate([p["arrival"] for p in parts]),
+                                      np.concatenate([p["tasks"] for p in parts]),
+                                      np.concatenate([p["barrier"] for p in parts]),
+                                      np.concatenate([p["times"] for p in parts]), 64, "first-fit",
+                                      event_overhead=True, revive=1.0, phase=phase, phases=64, release="fixed")
+    _same(rep.jobs, ref)

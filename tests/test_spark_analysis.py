@@ -429,3 +429,30 @@ def test_blocking_gap_averages_repeats_and_reads_the_trends():
     assert list(g["gap"]["Spark - plain (s)"]) == [0.5, 2.0]
     assert list(g["blocking"].rho) == [0.25, 0.5]           # rho = lambda k E[T] / s: two loads, one k each
     assert g["grows_with_k"] == [] and g["grows_with_load"] == []   # no load with two k, no k at two loads
+
+
+MIXED = Path(__file__).parent / "data" / "mixed" / "spark-run-s4-mixed"
+
+
+def test_overtakes_by_hand():
+    arrivals = np.array([0.0, 1.0, 2.0, 3.0])
+    starts = np.array([5.0, 1.5, 2.5, 6.0])        # job 0 (barrier) overtaken by jobs 1 and 2
+    barrier = np.array([True, False, True, True])
+    assert list(sa.overtakes(starts, arrivals, barrier)) == [2, 0, 0, 0]
+
+
+def test_a_mixed_run_records_each_jobs_k_and_kind_and_replays_under_both_rules():
+    run = sa.load_run(MIXED)
+    assert sa.is_mixed(run) and set(run.jobs.tasks) == {1, 4} and set(run.jobs.barrier) == {True, False}
+    inputs = sa.mixed_inputs(run)
+    assert inputs["times"].size == int(run.jobs.tasks.sum())
+    fcfs = sa.mixed_replay(run, "fcfs")
+    ff = sa.mixed_replay(run, "first-fit")
+    # under first-fit no job waits longer for a moment with k free workers than FIFO makes it wait in total
+    assert (ff.waiting >= -1e-12).all() and (fcfs.waiting >= -1e-12).all()
+    assert list(fcfs.tag) == list(run.jobs.sort_values("arrival").tag)
+    table = sa.mixed_comparison(run)
+    assert set(table.source) == {"Spark", *sa.MIXED_MODELS}
+    assert table.groupby("source").jobs.sum().eq(len(run.jobs)).all()
+    with pytest.raises(ParameterError, match="model must be one of"):
+        sa.mixed_replay(run, "lifo")

@@ -297,6 +297,8 @@ def _print_simulation(out: dict) -> None:
         extra.append(f"{cfg['phases']} phases, {cfg['sync']} sync")
     if cfg["placement"] != "central":
         extra.append(f"batch sampling d = {cfg['probe_ratio']}")
+    if cfg.get("scheduling", "fcfs") != "fcfs":
+        extra.append(f"{cfg['scheduling']} scheduling")
     print(f"system        s = {cfg['servers']}, k = {k}, l = {cfg['needed']}, {cfg['barriers']}-barrier, "
           f"barrier fraction {cfg['barrier_fraction']}, task law {cfg['task_dist']}"
           + (", " + ", ".join(extra) if extra else ""))
@@ -325,6 +327,11 @@ def _print_simulation(out: dict) -> None:
         lo, hi = out["ci"][name]
         qs = " ".join(f"{v:>10.4f}" for v in out["quantiles"][name].values())
         print(f"{name:<13} {out['mean_' + name]:>10.4f} [{_fmt(lo, '>10.4f')}, {_fmt(hi, '>10.4f')}] {qs}")
+    for c in out.get("classes", []):
+        lo, hi = c["ci"]["waiting"] or (None, None)
+        label = f"k = {c['tasks']}{'' if c['barrier'] else ' plain'}"
+        print(f"{label:<13} {'waiting':>7} {c['mean_waiting']:>10.4f} [{_fmt(lo, '>10.4f')}, {_fmt(hi, '>10.4f')}]"
+              f" q0.99 {c['quantiles']['waiting']['0.99']:.4f}; {c['share']:.1%} of jobs")
     print(f"speed         {out['jobs_per_second']:,.0f} jobs/s end to end, "
           f"{out['kernel_jobs_per_second']:,.0f} jobs/s in the kernel")
 

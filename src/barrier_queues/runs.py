@@ -65,6 +65,16 @@ class Replication:
         raise AttributeError(name)
 
 
+def class_labels(system) -> list[tuple[int, bool]]:
+    """The job classes ``(k, barrier)`` reported apart, by class index: every k of barrier jobs, then every k
+    of non-barrier jobs (a job's index: the position of its k, plus the number of k if it is not a barrier
+    job). One class (a single k of one kind) gives an empty list: nothing to report apart."""
+    ks = [int(k) for k in system.ks]
+    if len(ks) == 1 and system.barrier_fraction in (0.0, 1.0):
+        return []
+    return [(k, True) for k in ks] + [(k, False) for k in ks]
+
+
 def finish_group(reps: list, saturated: bool = False) -> list:
     """Choose the warm-up of a system's replications together and drop their partial data."""
     for rep, stats in zip(reps, finish_replications([r.partial for r in reps], saturated), strict=True):
@@ -81,7 +91,8 @@ class Sink:
     CSV_FORMAT = ["%d", "%d"] + ["%.17g"] * 6 + ["%d", "%d", "%.17g", "%.17g", "%d", "%.17g"]
 
     def __init__(self, system, jobs, warmup, keep, csv_path, replication):
-        self.acc = RunAccumulator(jobs, floor=1e-6 * system.mean_task, warmup=warmup)
+        self.ks, self.classes = system.ks, len(class_labels(system))
+        self.acc = RunAccumulator(jobs, floor=1e-6 * system.mean_task, warmup=warmup, classes=self.classes)
         self.keep = {f: [] for f in JOB_FIELDS} if keep else None
         self.csv = None
         self.index = 0
@@ -92,8 +103,11 @@ class Sink:
 
     def add(self, chunk: dict) -> None:
         held = chunk.get("held")
+        classes = None
+        if self.classes > 1:
+            classes = np.searchsorted(self.ks, chunk["tasks"]) + np.where(chunk["barrier"], 0, self.ks.size)
         self.acc.add(chunk["arrival"], chunk["start"], chunk["departure"], chunk["work"], chunk["useful"],
-                     chunk["completed"], held)
+                     chunk["completed"], held, classes)
         n = chunk["arrival"].size
         if self.keep is not None:
             for f in JOB_FIELDS:
@@ -224,5 +238,5 @@ def run_replications(tasks: list[Task], backend: Backend, workers: int | None = 
     return results
 
 
-__all__ = ["JOB_FIELDS", "Replication", "Sink", "Task", "ensure_compiled", "finish_group", "run_inputs",
+__all__ = ["JOB_FIELDS", "Replication", "Sink", "Task", "class_labels", "ensure_compiled", "finish_group", "run_inputs",
            "run_replication", "run_replications"]

@@ -288,6 +288,32 @@ class SimulationResult:
         return {"interval": sectioning_interval(value, [s.quantile(metric, q) for s in stats], level),
                 "reason": None}
 
+    def _class_summary(self, level: float) -> list[dict]:
+        """Per job class (k, barrier or not): jobs, share, means with t intervals over replications (two or
+        more), quantiles; after the warm-up of all jobs."""
+        from .runs import class_labels
+
+        stats = self.stats
+        total = sum(s.jobs for s in stats)
+        out = []
+        for c, (k, barrier) in enumerate(class_labels(self.system)):
+            per_rep = [s.extra["classes"][c] for s in stats]
+            jobs = sum(r["jobs"] for r in per_rep)
+            if jobs == 0:
+                continue
+            row = {"tasks": k, "barrier": barrier, "jobs": int(jobs), "share": jobs / total if total else float("nan"),
+                   "ci": {"level": level}, "quantiles": {}}
+            for m in METRICS:
+                row[f"mean_{m}"] = sum(r["sums"][m] for r in per_rep) / jobs
+                means = [r["sums"][m] / r["jobs"] for r in per_rep if r["jobs"] > 0]
+                row["ci"][m] = t_interval(means, level) if len(means) >= 2 else None
+                pooled = merge_histograms([r["histograms"][m] for r in per_rep])
+                row["quantiles"][m] = {str(q): pooled.quantile(q) for q in QUANTILES}
+            if len(stats) < 2:
+                row["ci"]["reason"] = "one replication: per-class intervals need 2 or more replications"
+            out.append(row)
+        return out
+
     def provenance(self) -> dict:
         """What produced these numbers: library and numpy versions, the system, run sizes, seed, warm-up rule."""
         from . import __version__
@@ -373,6 +399,8 @@ class SimulationResult:
                 f"the arrival rate lies within {MC_LIMIT_MARGIN:g} half-widths of the 95 % interval of the "
                 "Monte Carlo stability limit and the drift test does not flag a growing queue: too close to "
                 "the limit to tell (a saturated run, or a longer one, decides)")
+        if stats[0].extra.get("classes"):
+            out["classes"] = self._class_summary(level)
         total_jobs = sum(s.total_jobs for s in stats)
         kernel = sum(s.kernel_seconds for s in stats)
         out["seconds"] = self.seconds

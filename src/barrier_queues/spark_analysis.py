@@ -836,7 +836,112 @@ def blocking_gap(replays: pd.DataFrame, runs: list) -> dict:
             "grows_with_load": grows_load}
 
 
-__all__ = ["BARRIER_POLL", "REPLAY_MODELS", "SERVING_LIMITS", "SparkRun", "best_match", "blocking_gap",
+# --------------------------------------------------------------------------------------------------
+# mixed workloads (several k, barrier and plain jobs): Spark's scheduling rule, job by job
+
+def is_mixed(run: SparkRun) -> bool:
+    """A run whose jobs differ in k or in kind (barrier or plain)."""
+    return "barrier" in run.jobs and (run.jobs.tasks.nunique() > 1 or run.jobs.barrier.nunique() > 1)
+
+
+def overtakes(starts: np.ndarray, arrivals: np.ndarray, barrier: np.ndarray) -> np.ndarray:
+    """For each job: how many later-arriving jobs started before it while it waited (0 for plain jobs).
+
+    A job's start is the launch of its last task (all of its tasks running); a
+    barrier job is overtaken by every job that arrived after it and started
+    before it: what Spark's first-fit allows and the paper's FIFO never does.
+    """
+    order = np.argsort(arrivals, kind="stable")
+    a, st, b = arrivals[order], starts[order], barrier[order]
+    out = np.zeros(a.size, dtype=np.int64)
+    for i in np.flatnonzero(b):
+        out[order[i]] = int(np.count_nonzero(st[i + 1:] < st[i]))
+    return out
+
+
+def mixed_inputs(run: SparkRun, task_cost: float = 0.0) -> dict:
+    """A mixed run's own workload as simulator inputs: harness submissions, each job's k and kind, and each
+    task's sleep (in partition order), plus ``task_cost`` seconds per task."""
+    jobs = run.jobs.sort_values("arrival")
+    h = run.harness_tasks.set_index("tag")
+    times, offsets, ks = [], [], []
+    for tag, k in zip(jobs.tag, jobs.tasks, strict=True):
+        rows = h.loc[[tag]].sort_values("partition")
+        if len(rows) != k:
+            raise EventLogError(f"run {run.name}: job {tag} has {len(rows)} task records, {k} expected")
+        offsets.append(len(times))
+        times.extend(float(x) + task_cost for x in rows.sleep)
+        ks.append(int(k))
+    return {"arrival": jobs.arrival.to_numpy(dtype=float), "tasks": np.asarray(ks, dtype=np.int64),
+            "barrier": jobs.barrier.to_numpy(dtype=bool), "times": np.asarray(times),
+            "offsets": np.asarray(offsets, dtype=np.int64), "tag": jobs.tag.to_numpy()}
+
+
+MIXED_MODELS = ("fcfs", "fcfs + offers", "first-fit", "first-fit + offers")
+
+
+def mixed_replay(run: SparkRun, model: str, task_cost: float = 0.0, phase: float | None = None) -> pd.DataFrame:
+    """A mixed run's own workload through the waiting-list scheduler: ``model`` is the discipline (``fcfs``:
+    the paper's FIFO; ``first-fit``: Spark's rule), ``+ offers`` adds Spark's offers (a release offers its
+    executor to one-slot jobs only; revive ticks and arrivals offer every free executor). One row per job:
+    ``tag, tasks, barrier, arrival, start`` (last task launched), ``completion, waiting, sojourn``."""
+    if model not in MIXED_MODELS:
+        raise ParameterError(f"model must be one of {MIXED_MODELS} (got {model!r})")
+    inputs = mixed_inputs(run, task_cost)
+    arrivals = inputs["arrival"]
+    config = run.metadata["config"]
+    ks = sorted({int(k) for k in inputs["tasks"]} | {int(config["tasks"])})
+    offers = model.endswith("+ offers")
+    if offers and phase is None:
+        phase = revive_phase(run)
+    system = BarrierSystem(servers=run.executors, tasks_pmf={k: 1 / len(ks) for k in ks},
+                           barrier_fraction=0.5 if inputs["barrier"].any() and not inputs["barrier"].all()
+                           else float(inputs["barrier"].all()),
+                           arrival_rate=(len(arrivals) - 1) / (arrivals[-1] - arrivals[0]),
+                           overhead="event" if offers else None, revive_interval=run.revive if offers else None,
+                           scheduling="first-fit")
+    from .schedulers import waitlist
+
+    out = waitlist.run_inputs(system, {k: v for k, v in inputs.items() if k != "tag"}, phase=phase or 0.0,
+                              discipline=model.split(" ")[0])
+    table = pd.DataFrame({"tag": inputs["tag"], "tasks": inputs["tasks"], "barrier": inputs["barrier"],
+                          "arrival": arrivals, "start": out["start"], "completion": out["departure"]})
+    table["waiting"] = table.start - table.arrival
+    table["sojourn"] = table.completion - table.arrival
+    return table
+
+
+def mixed_comparison(run: SparkRun) -> pd.DataFrame:
+    """Spark beside the replays of its own mixed workload (every model of :data:`MIXED_MODELS`, with the
+    median per-task cost added), one row per source and job class (k, barrier or plain): jobs, mean
+    waiting (to the last task's launch) and sojourn, the share of barrier jobs overtaken, and the mean
+    absolute per-job difference of the waiting time from Spark's."""
+    spark = run.jobs.sort_values("arrival")
+    cost = float(task_cost(run).median())
+    spark_start = spark.last_launch.to_numpy()
+    sources = {"Spark": pd.DataFrame({"tag": spark.tag.to_numpy(), "tasks": spark.tasks.to_numpy(),
+                                      "barrier": spark.barrier.to_numpy(), "arrival": spark.arrival.to_numpy(),
+                                      "start": spark_start, "completion": spark.completion.to_numpy()})}
+    sources["Spark"]["waiting"] = sources["Spark"].start - sources["Spark"].arrival
+    sources["Spark"]["sojourn"] = sources["Spark"].completion - sources["Spark"].arrival
+    for model in MIXED_MODELS:
+        sources[model] = mixed_replay(run, model, task_cost=cost)
+    rows = []
+    for name, d in sources.items():
+        over = overtakes(d.start.to_numpy(), d.arrival.to_numpy(), d.barrier.to_numpy(dtype=bool))
+        error = np.abs(d.waiting.to_numpy() - sources["Spark"].waiting.to_numpy())
+        for (k, barrier), mask in d.groupby(["tasks", "barrier"]).groups.items():
+            idx = d.index.get_indexer(mask)
+            rows.append({"run": run.name, "source": name, "tasks": int(k), "barrier": bool(barrier),
+                         "jobs": int(idx.size), "mean_waiting": float(d.waiting.iloc[idx].mean()),
+                         "mean_sojourn": float(d.sojourn.iloc[idx].mean()),
+                         "overtaken_share": float(np.mean(over[idx] > 0)) if barrier else float("nan"),
+                         "per_job_waiting_error": float(error[idx].mean()), "task_cost": cost})
+    return pd.DataFrame(rows)
+
+
+__all__ = ["BARRIER_POLL", "MIXED_MODELS", "REPLAY_MODELS", "is_mixed", "mixed_comparison", "mixed_inputs",
+           "mixed_replay", "overtakes", "SERVING_LIMITS", "SparkRun", "best_match", "blocking_gap",
            "compare_with_simulation", "drift_table", "repeat_spread", "saturation_table", "ushape",
            "cross_validate_overhead", "run_inputs_of", "saturation_rate",
            "discover_runs", "executor_handoffs", "load_run", "overhead_samples", "overhead_tests", "python_startup",

@@ -404,6 +404,7 @@ class RunPartial:
     mser: bool
     seconds: float = 0.0
     kernel_seconds: float = 0.0
+    classes: tuple | None = None            # per class: segment sums, segment histograms, tail histograms
 
 
 class RunAccumulator:
@@ -418,7 +419,8 @@ class RunAccumulator:
     columns and about 50 histograms per metric, whatever the number of jobs.
     """
 
-    def __init__(self, jobs: int, floor: float, warmup=None, alpha: float = ALPHA):
+    def __init__(self, jobs: int, floor: float, warmup=None, alpha: float = ALPHA, classes: int = 0):
+        self.classes = int(classes)         # > 1: also per job class (sums and histograms per segment)
         self.skip = 0 if warmup is None else int(warmup)
         self.mser = warmup is None
         n = int(jobs) - self.skip
@@ -437,9 +439,25 @@ class RunAccumulator:
         self.last_arrival = self.last_start = np.nan
         self.seen = 0                                                      # jobs offered, warm-up included
         self.previous_start = np.nan
+        # per class: sums of the metrics and counts by segment, histograms as for all jobs
+        self.class_sums = np.zeros((self.classes, self.nsegments, len(METRICS) + 1)) if self.classes > 1 else None
+        self.class_hist = ([[{m: LogHistogram(floor, alpha) for m in METRICS} for _ in range(self.kept)]
+                            for _ in range(self.classes)] if self.classes > 1 else None)
+        self.class_tail = ([{m: LogHistogram(floor, alpha) for m in METRICS} for _ in range(self.classes)]
+                           if self.classes > 1 else None)
 
-    def add(self, arrival, start, departure, work, useful, completed, held=None) -> None:
-        """Add one chunk of jobs (arrays of equal length, in job order)."""
+    def _add_classes(self, sg: int, cls: np.ndarray, values: dict) -> None:
+        for c in np.unique(cls):
+            mask = cls == c
+            row = self.class_sums[c, sg]
+            for i, m in enumerate(METRICS):
+                row[i] += values[m][mask].sum()
+                (self.class_hist[c][sg] if sg < self.kept else self.class_tail[c])[m].add(values[m][mask])
+            row[-1] += mask.sum()
+
+    def add(self, arrival, start, departure, work, useful, completed, held=None, classes=None) -> None:
+        """Add one chunk of jobs (arrays of equal length, in job order; ``classes``: each job's class index
+        when the accumulator keeps per-class statistics)."""
         n = arrival.size
         if n == 0:
             return
@@ -473,12 +491,19 @@ class RunAccumulator:
             target = self.hist[sg] if sg < self.kept else self.tail
             for name, values in (("waiting", waiting), ("sojourn", sojourn), ("execution", execution)):
                 target[name].add(values[a:b])
+            if self.class_sums is not None:
+                self._add_classes(sg, np.asarray(classes)[sl][a:b], {"waiting": waiting[a:b],
+                                                                     "sojourn": sojourn[a:b],
+                                                                     "execution": execution[a:b]})
         self.last_arrival, self.last_start = arrival[-1], start[-1]
 
     def partial(self) -> RunPartial:
-        return RunPartial(self.blocks, self.hist, self.tail, self.arrival_at, self.start_at,
-                          float(self.last_arrival), float(self.last_start), self.block, self.segment_blocks,
-                          self.nsegments, self.seen, self.skip, self.mser)
+        p = RunPartial(self.blocks, self.hist, self.tail, self.arrival_at, self.start_at,
+                       float(self.last_arrival), float(self.last_start), self.block, self.segment_blocks,
+                       self.nsegments, self.seen, self.skip, self.mser)
+        if self.class_sums is not None:
+            p.classes = (self.class_sums, self.class_hist, self.class_tail)
+        return p
 
     def finish(self, saturated: bool = False) -> ReplicationStats:
         """This replication alone (MSER-5 on its own series when the warm-up is not fixed)."""
@@ -532,7 +557,24 @@ def finish_replications(partials: list, saturated: bool = False) -> list[Replica
             jobs=jobs, warmup=int(min(warmup, p.seen)), warmup_rule=rule, warmup_at_limit=bool(at_limit), sums=sums,
             span=float(p.last_arrival - p.arrival_at[g]), start_span=float(p.last_start - p.start_at[g]),
             histograms=hist, block_means=block_means, block_jobs=p.block, total_jobs=p.seen, seconds=p.seconds,
-            kernel_seconds=p.kernel_seconds))
+            kernel_seconds=p.kernel_seconds, extra={"classes": _class_stats(p, g)} if p.classes else {}))
+    return out
+
+
+def _class_stats(p: RunPartial, g: int) -> list[dict]:
+    """Per class, after the warm-up of all jobs (segment ``g`` on): jobs, metric sums and histograms."""
+    sums, hists, tails = p.classes
+    out = []
+    for c in range(sums.shape[0]):
+        post = sums[c, g:].sum(axis=0)
+        hist = {m: LogHistogram(tails[c][m].floor, tails[c][m].alpha) for m in METRICS}
+        for h in hists[c][g:]:
+            for m in METRICS:
+                hist[m].merge(h[m])
+        for m in METRICS:
+            hist[m].merge(tails[c][m])
+        out.append({"jobs": int(post[-1]), "sums": {m: float(post[i]) for i, m in enumerate(METRICS)},
+                    "histograms": hist})
     return out
 
 

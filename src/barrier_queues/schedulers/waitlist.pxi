@@ -48,6 +48,10 @@ cdef struct Wait:
     double* sorted_rel
     bint two_barrier
     int64_t servers
+    bint event
+    double revive
+    double phase
+    double tick_n
     bint do_trace
     int64_t* trace_worker
     double* trace_start
@@ -289,6 +293,30 @@ cdef void _wl_server_filling(Wait* q, double now, const Service* sv) noexcept no
         _wl_start_job(q, best, now, sv)
 
 
+cdef void _wl_single(Wait* q, double now, int64_t slots, const Service* sv, int64_t discipline) noexcept nogil:
+    """Single-executor offers (event overhead): the ``slots`` workers released at ``now`` are offered one by
+    one; only jobs that need one slot (a non-barrier job's next task, a 1-task barrier job) can use them."""
+    cdef int64_t j, c, h
+    while slots > 0 and q.n_free > 0:
+        if discipline == C_FCFS:
+            j = q.head
+            if j < 0 or (q.barrier[j] and q.k[j] > 1):
+                return
+        else:
+            j = -1
+            for c in range(q.nclass):
+                h = q.chead[c]
+                if h >= 0 and q.creq[c] == 1 and (q.barrier[h] == 0 or q.k[h] == 1) and (j < 0 or h < j):
+                    j = h
+            if j < 0:
+                return
+        if q.barrier[j]:
+            _wl_start_job(q, j, now, sv)
+        else:
+            _wl_start_task(q, j, now)
+        slots -= 1
+
+
 cdef void _wl_decide(Wait* q, double now, const Service* sv, int64_t discipline) noexcept nogil:
     if discipline == C_FCFS:
         _wl_fcfs(q, now, sv)
@@ -302,25 +330,44 @@ cdef void _wl_decide(Wait* q, double now, const Service* sv, int64_t discipline)
 
 cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arrival, const Service* sv,
                         int64_t discipline) noexcept nogil:
-    cdef double now
-    cdef int64_t j
+    cdef double now = -INFINITY
+    cdef double tick, rel, arr, bound
+    cdef int64_t j, released
     for j in range(pos):                      # jobs of earlier calls that still wait, in arrival order
         if q.status[j] == C_WAITING:
             _wl_link(q, j)
     while True:
-        if pos < nw and not (q.n_rel > 0 and q.rel_time[0] <= q.arrival[pos]):
-            now = q.arrival[pos]
-            q.status[pos] = C_WAITING
-            _wl_link(q, pos)
-            pos += 1
-        elif q.n_rel > 0 and (pos < nw or q.rel_time[0] <= next_first_arrival):
-            now = q.rel_time[0]
+        rel = q.rel_time[0] if q.n_rel > 0 else INFINITY
+        arr = q.arrival[pos] if pos < nw else INFINITY
+        bound = arr if pos < nw else next_first_arrival
+        tick = INFINITY
+        if q.event and q.head >= 0:           # revive ticks matter only while jobs wait
+            while q.phase + q.tick_n * q.revive < now:
+                q.tick_n += 1.0
+            tick = q.phase + q.tick_n * q.revive
+        if q.n_rel > 0 and rel <= tick and rel <= arr and (pos < nw or rel <= next_first_arrival):
+            now = rel                         # releases first: each freed worker offers itself
+            released = 0
             while q.n_rel > 0 and q.rel_time[0] == now:
                 _ifree_push(q, q.rel_worker[0])
                 q.n_rel = _ev_pop(q.rel_time, q.rel_worker, q.n_rel)
+                released += 1
+            if q.event:
+                _wl_single(q, now, released, sv, discipline)
+            else:
+                _wl_decide(q, now, sv, discipline)
+        elif tick <= arr and tick <= bound and tick < INFINITY:
+            now = tick                        # a revive tick: a global offer
+            q.tick_n += 1.0
+            _wl_decide(q, now, sv, discipline)
+        elif pos < nw:
+            now = arr                         # an arrival: a global offer
+            q.status[pos] = C_WAITING
+            _wl_link(q, pos)
+            pos += 1
+            _wl_decide(q, now, sv, discipline)
         else:
             return
-        _wl_decide(q, now, sv, discipline)
 
 
 def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned char[::1] barrier,
@@ -329,11 +376,15 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
                  int64_t[::1] completed, const int64_t[::1] creq, int64_t pos, double next_first_arrival,
                  int64_t discipline, int64_t phases, int64_t policy, int64_t stragglers, const double[::1] params,
                  bint two_barrier, double[::1] rel_time, int64_t[::1] rel_worker, int64_t[::1] heap_state,
-                 int64_t[::1] free_ids, int64_t[::1] trace_worker, double[::1] trace_start, double[::1] trace_end):
+                 int64_t[::1] free_ids, int64_t[::1] trace_worker, double[::1] trace_start, double[::1] trace_end,
+                 bint event_overhead=False, double revive=1.0, double phase=0.0, double[::1] tick_state=None):
     """Process a window of jobs (those of earlier calls that have not all started, then a new chunk from
     ``pos``) until every event before ``next_first_arrival`` (inf: drain) is done; see the module docstring of
     :mod:`barrier_queues.schedulers.waitlist`. ``heap_state`` = (releases pending, free workers) carries the
-    workers from call to call in ``rel_time``/``rel_worker`` (a heap of (time, worker)) and ``free_ids``."""
+    workers from call to call in ``rel_time``/``rel_worker`` (a heap of (time, worker)) and ``free_ids``.
+    With ``event_overhead`` (Spark's offers): a release offers only the freed workers, one by one, to jobs
+    that need one slot; revive ticks (``phase`` + n ``revive``; n carried in ``tick_state[0]``) and arrivals
+    make global offers."""
     cdef Service sv = _service(phases, policy, stragglers, params)
     cdef int64_t nw = arrival.shape[0]
     cdef int64_t nclass = creq.shape[0]
@@ -386,6 +437,10 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
     q.sorted_rel = buffers + 2 * kmax
     q.two_barrier = two_barrier
     q.servers = s
+    q.event = event_overhead
+    q.revive = revive
+    q.phase = phase
+    q.tick_n = tick_state[0] if tick_state is not None else 0.0
     q.do_trace = trace_worker.shape[0] > 0
     q.trace_worker = &trace_worker[0] if q.do_trace else NULL
     q.trace_start = &trace_start[0] if q.do_trace else NULL
@@ -394,5 +449,7 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
         _run_waitlist(&q, nw, pos, next_first_arrival, &sv, discipline)
     heap_state[0] = q.n_rel
     heap_state[1] = q.n_free
+    if tick_state is not None:
+        tick_state[0] = q.tick_n
     free(links)
     free(buffers)

@@ -72,6 +72,8 @@ class _Window:
         self.rel_time, self.rel_worker = np.zeros(s), np.zeros(s, dtype=np.int64)
         self.free_ids = np.arange(s, dtype=np.int64)
         self.heap_state = np.array([0, s], dtype=np.int64)
+        self.tick_state = np.zeros(1)
+        self.phase = 0.0
 
     def append(self, chunk: dict) -> int:
         """Add a chunk after the jobs still in the window; returns the index of its first job."""
@@ -97,7 +99,8 @@ class _Window:
             a["handed"], a["start"], a["dep"], a["work"], a["useful"], a["completed"], self.creq, pos,
             next_first_arrival, discipline, self.system.phases, policy, stragglers,
             np.asarray(params, dtype=np.float64), self.system.barriers == 2, self.rel_time, self.rel_worker,
-            self.heap_state, self.free_ids, tw, ts, te)
+            self.heap_state, self.free_ids, tw, ts, te, self.system.overhead == "event",
+            self.system.revive_interval or 1.0, self.phase, self.tick_state)
 
     def take_started(self) -> dict:
         """Remove and return the jobs before the first one that has not all started."""
@@ -119,6 +122,7 @@ def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None
     """One replication, chunk by chunk through the window (see the module docstring)."""
     code = discipline_code(discipline or system.scheduling)
     window = _Window(system)
+    window.phase = rng.uniform(0.0, system.revive_interval) if system.overhead == "event" else 0.0
     size = chunk_jobs(system)
     kernel, frame, done = 0.0, None, 0
     chunk = draw_jobs(system, min(size, jobs), rng, saturated=saturated)
@@ -148,6 +152,7 @@ def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None
 def run_inputs(system, inputs: dict, phase: float = 0.0, discipline: str | None = None) -> dict:
     """The kernel on given inputs (one chunk, drained): per-job arrays."""
     window = _Window(system)
+    window.phase = phase
     pos = window.append({"arrival": inputs["arrival"], "tasks": inputs["tasks"], "barrier": inputs["barrier"],
                          "offsets": inputs["offsets"], "times": inputs["times"]})
     window.run(pos, np.inf, discipline_code(discipline or system.scheduling), trace_arrays(False, 0))
@@ -160,13 +165,16 @@ def reference(system, inputs: dict, phase: float = 0.0, trace: bool = False, dis
     """:func:`simulate_waitlist_reference` for a system and its inputs."""
     return simulate_waitlist_reference(inputs["arrival"], inputs["tasks"], inputs["barrier"], inputs["times"],
                                        system.servers, discipline or system.scheduling, system.barriers == 2,
-                                       trace=trace, service_fn=reference_service(system), **reference_rule(system))
+                                       trace=trace, service_fn=reference_service(system),
+                                       event_overhead=system.overhead == "event",
+                                       revive=system.revive_interval or 1.0, phase=phase, **reference_rule(system))
 
 
 def _validate(system, set_) -> None:
-    if system.overhead is not None:
-        raise ParameterError(f"overhead must be None with scheduling = {system.scheduling!r} (got "
-                             f"{system.overhead!r}): Spark's overhead models are defined for the fcfs queue")
+    if system.overhead == "paper" or (system.overhead == "event" and system.scheduling != "first-fit"):
+        raise ParameterError(f"overhead must be None{' or event' if system.scheduling == 'first-fit' else ''} "
+                             f"with scheduling = {system.scheduling!r} (got {system.overhead!r}): Spark's offers "
+                             "(event) follow its own first-fit rule, the paper's iid overhead the fcfs queue")
     if system.scheduling == "server-filling":
         if system.barriers != 2 or system.barrier_fraction < 1:
             raise ParameterError(f"scheduling 'server-filling' needs barrier jobs with 2 barriers (got barriers = "

@@ -36,10 +36,16 @@ from ..reference import service, service_args
 
 def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, discipline: str = "fcfs",
                                 two_barrier: bool = False, trace: bool = False, service_fn=None,
-                                reservations: list | None = None, **rule):
+                                reservations: list | None = None, event_overhead: bool = False,
+                                revive: float = 1.0, phase: float = 0.0, **rule):
     """Per-job lists ``start`` (of the job's last task), ``departure``, ``work``, ``useful``, ``completed``
     (and with ``trace`` per-draw ``worker``, ``start``, ``end`` for each job's first ``k`` draws).
-    ``reservations``, if given, receives each backfill reservation ``(H, t_H)``."""
+    ``reservations``, if given, receives each backfill reservation ``(H, t_H)``.
+
+    ``event_overhead`` (Spark's offers, fcfs and first-fit): workers released at an instant are offered one
+    by one, only to jobs that need one slot (a non-barrier job's next task, a 1-task barrier job); global
+    offers come at job arrivals and at revive ticks ``phase + n revive`` while jobs wait. At one instant:
+    releases, then the tick, then the arrival."""
     phases = rule.get("phases", 1)
     one_job = service_fn or (lambda draws, k: service(draws, k, **service_args(rule)))
     n = len(arrivals)
@@ -163,19 +169,52 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
                 return
             start_job(j, now)
 
+    def single(now, slots):
+        """Released workers offered one by one: only one-slot jobs can take them."""
+        while slots > 0 and free:
+            if discipline == "fcfs":
+                j = waiting[0] if waiting else None
+                if j is None or (barrier[j] and int(tasks[j]) > 1):
+                    return
+            else:
+                j = next((j for j in waiting if not barrier[j] or int(tasks[j]) == 1), None)
+                if j is None:
+                    return
+            if barrier[j]:
+                start_job(j, now)
+            else:
+                start_task(j, now)
+            slots -= 1
+
     decide = {"fcfs": fcfs_part, "first-fit": first_fit, "backfill": backfill,
               "server-filling": server_filling}[discipline]
-    i = 0
-    while i < n or releases:
-        if releases and (i >= n or releases[0][0] <= arrivals[i]):
-            now = releases[0][0]
+    i, now, tick_n = 0, -math.inf, 0.0
+    while i < n or releases or (event_overhead and waiting):
+        rel = releases[0][0] if releases else math.inf
+        arr = arrivals[i] if i < n else math.inf
+        tick = math.inf
+        if event_overhead and waiting:
+            while phase + tick_n * revive < now:
+                tick_n += 1.0
+            tick = phase + tick_n * revive
+        if releases and rel <= tick and rel <= arr:
+            now, released = rel, 0
             while releases and releases[0][0] == now:
                 heapq.heappush(free, heapq.heappop(releases)[1])
+                released += 1
+            if event_overhead:
+                single(now, released)
+            else:
+                decide(now)
+        elif tick <= arr and tick < math.inf:
+            now = tick
+            tick_n += 1.0
+            decide(now)
         else:
-            now = arrivals[i]
+            now = arr
             waiting.append(i)
             i += 1
-        decide(now)
+            decide(now)
     return (res, tr) if trace else res
 
 
