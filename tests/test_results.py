@@ -141,3 +141,12 @@ def test_spark_figure_marks_unstable_simulations_instead_of_plotting_their_numbe
         assert len(marks) == 1 and marks[0].get_xdata()[0] == pytest.approx(1.0 + 0.012)
     assert "simulation unstable (no steady state)" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     plt.close(fig)
+
+
+def test_a_list_parameter_given_as_text_by_papermill_is_parsed():
+    from barrier_queues.results import parameter_list
+
+    assert parameter_list("[1, 2, 3]", "live_tasks") == [1, 2, 3]
+    assert parameter_list([2], "live_tasks") == [2]
+    with pytest.raises(ParameterError, match=r"live_tasks must be a list such as \[1, 2, 3\] \(got '1,2'\)"):
+        parameter_list("1,2", "live_tasks")

@@ -4,6 +4,7 @@ Usage::
 
     python tools/spark_runs_table.py data/spark            # runs with Poisson arrivals (and barrier() runs)
     python tools/spark_runs_table.py data/spark-saturated  # saturated runs: Spark's stability limit
+    python tools/spark_runs_table.py data/spark-mixed      # mixed workloads: several k, barrier and plain jobs
 
 Every number comes from the run folders through :mod:`barrier_queues.spark_analysis`
 (the same functions as the Spark chapter), so the README's tables can be
@@ -68,6 +69,29 @@ def saturated_table(runs: list) -> list[str]:
     return lines
 
 
+def mixed_table(runs: list) -> list[str]:
+    head = ("| run | s | workload | task mean (s) | lambda (1/s) | seed | measured jobs | lambda achieved "
+            "| run time (s) | task cost median (ms) | load per core | barrier jobs overtaken | mean waiting of "
+            "barrier jobs (s) | served honestly | size (KB) |")
+    lines = [head, "|---|---:|---|" + "---:|" * 11 + "---:|"]
+    for r in runs:
+        config = r.metadata["config"]
+        workload = (f"barrier k = {config['tasks_pmf']}" if config.get("tasks_pmf")
+                    else f"k = {config['tasks']}, barrier share {config.get('barrier_fraction', 1.0):g}")
+        jobs = r.jobs.sort_values("arrival")
+        over = sa.overtakes(jobs.last_launch.to_numpy(), jobs.arrival.to_numpy(), jobs.barrier.to_numpy(dtype=bool))
+        gangs = jobs.barrier.to_numpy(dtype=bool)
+        arrivals = jobs.arrival.to_numpy()
+        c = sa.serving_check(r)
+        lines.append(
+            f"| `{r.name}` | {r.executors} | {workload} | {r.task_mean:.3g} | {r.arrival_rate:g} | {config['seed']} "
+            f"| {len(jobs)} | {(len(arrivals) - 1) / (arrivals[-1] - arrivals[0]):.3f} "
+            f"| {round(r.metadata['total_seconds'])} | {_ms(c['task_cost_median'])} | {c['load_per_core']:.2f} "
+            f"| {(over[gangs] > 0).mean():.1%} | {jobs.waiting[gangs].mean():.2f} "
+            f"| {'yes' if c['honest'] else 'no'} | {_size_kb(r.path)} |")
+    return lines
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", help="a folder of run folders (each with metadata.json)")
@@ -80,6 +104,9 @@ def main(argv=None) -> int:
     if saturated and len(saturated) != len(runs):
         print(f"{args.folder}: mixes saturated and Poisson runs; give one kind per folder", file=sys.stderr)
         return 2
+    if any(sa.is_mixed(r) for r in runs):
+        print("\n".join(mixed_table(runs)))
+        return 0
     print("\n".join(saturated_table(runs) if saturated else poisson_table(runs)))
     return 0
 

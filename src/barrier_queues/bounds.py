@@ -117,6 +117,12 @@ def spacing_model(system: BarrierSystem) -> SpacingModel:
     any pmf of k, under the central queue without an overhead model.
     """
     system = as_system(system)
+    if system.workload is not None:
+        raise ParameterError("workload must be None for the network-calculus bounds (got job classes): the bounds "
+                             "take one task law, with tasks_pmf and barrier_fraction")
+    if system.scheduling != "fcfs":
+        raise ParameterError(f"scheduling must be 'fcfs' for the network-calculus bounds (got "
+                             f"{system.scheduling!r}): they assume that no job starts before an earlier one")
     if system.barriers != 1:
         raise ParameterError("barriers must be 1 for the network-calculus bounds (got 2); "
                              "2-barrier systems are M/G/c queues: see two_barrier_mean_waiting")

@@ -176,7 +176,7 @@ def _choice(name, choices):
     return parse
 
 
-def _add_system_options(p, names=None, lists: bool = False, required=("--servers",)):
+def _add_system_options(p, names=None, lists: bool = False, required=()):
     short, numeric = _short_flags(), _numeric()
     for option, (dest, parse, help_) in _system_options().items():
         if names is not None and option not in names:
@@ -206,8 +206,13 @@ def _system(args, names=None, need_rate: bool = True):
     utilization = getattr(args, "utilization", None)
     if utilization is not None and "arrival_rate" in kw:
         raise ParameterError("give at most one of --arrival-rate and --utilization (got both)")
-    if "tasks" not in kw and "tasks_pmf" not in kw:
-        raise ParameterError("give --tasks K (1 <= K <= servers) or --tasks-pmf 'k:p,...' (got neither)")
+    if "workload" in kw:
+        kw = _with_workload(kw, utilization, need_rate and not getattr(args, "saturated", False))
+    if "servers" not in kw:
+        raise ParameterError("--servers must be given (an integer >= 1), or a --workload file with servers (cores)")
+    if "tasks" not in kw and "tasks_pmf" not in kw and "workload" not in kw:
+        raise ParameterError("give --tasks K (1 <= K <= servers), --tasks-pmf 'k:p,...' or --workload FILE "
+                             "(got none)")
     if utilization is not None:
         from .load import system_at_utilization
 
@@ -215,6 +220,37 @@ def _system(args, names=None, need_rate: bool = True):
     if need_rate and "arrival_rate" not in kw:
         raise ParameterError("--arrival-rate must be given (a number > 0), or --utilization")
     return BarrierSystem(**kw)
+
+
+def _input_files(args) -> list[str]:
+    """The files a command reads: an empirical task law's file, a workload file."""
+    import re
+
+    files = []
+    spec = getattr(args, "task_dist", None)
+    if isinstance(spec, str):
+        files += re.findall(r"file=([^,]+)", spec)
+    if getattr(args, "workload", None):
+        files.append(args.workload)
+    return files
+
+
+def _with_workload(kw: dict, utilization, need_rate: bool) -> dict:
+    """Read a --workload file: its classes, and its servers, arrival rate and scheduling where the command
+    line does not give them (options given on the command line override the file)."""
+    from .workload import read_workload
+
+    doc = read_workload(kw["workload"])
+    kw = dict(kw, workload=doc["classes"])
+    for key in ("servers", "scheduling"):
+        if key in doc and key not in kw:
+            kw[key] = doc[key]
+    if "arrival_rate" in doc and "arrival_rate" not in kw and utilization is None and need_rate:
+        kw["arrival_rate"] = doc["arrival_rate"]
+    if "mjqm_policy" in doc and "scheduling" not in kw:
+        raise ParameterError(f"--scheduling must be given for MJQM's policy {doc['mjqm_policy']!r}, which has no "
+                             "counterpart here (fcfs, first-fit, backfill and server-filling do)")
+    return kw
 
 
 # --------------------------------------------------------------------------------------------------
@@ -260,12 +296,9 @@ def _simulate(args) -> dict:
                                      "arrives at time 0")
     if args.force and not args.jobs_csv:
         raise ParameterError("--force must come with --jobs-csv (got --force alone): nothing else is written")
-    if args.workers is not None and args.replications == 1:
-        raise ParameterError(f"--workers must come with --replications 2 or more (got --workers {args.workers} and one "
-                             "replication): one replication runs in one process")
     system = _system(args, need_rate=not args.saturated)
-    if args.jobs_csv:
-        check_new_file("--jobs-csv", args.jobs_csv, force=args.force)     # before a long run, not after it
+    if args.jobs_csv:                                  # before a long run, not after it; never over an input
+        check_new_file("--jobs-csv", args.jobs_csv, force=args.force, inputs=_input_files(args))
     if args.saturated:
         out = saturated_throughput(system, jobs=args.jobs, replications=args.replications, seed=args.seed,
                                    warmup=args.warmup, workers=args.workers, progress=False if args.json else None)
@@ -290,6 +323,8 @@ def _fmt(value, spec=".4f") -> str:
 def _print_simulation(out: dict) -> None:
     cfg = out["config"]
     k = cfg["tasks"] if cfg["tasks_pmf"] is None else f"pmf {cfg['tasks_pmf']}"
+    if cfg.get("workload"):
+        k = f"{len(cfg['workload'])} job classes"
     extra = []
     if cfg["release"] != "fixed":
         extra.append(f"release {cfg['release']}")
@@ -416,6 +451,8 @@ def _sweep(args) -> dict:
 
     options = {dest: getattr(args, dest) for _, (dest, _, _) in _system_options().items()
                if getattr(args, dest) is not None}
+    if "servers" not in options:
+        raise ParameterError("--servers must be given (an integer >= 1, or a comma-separated list)")
     grid = grid_from_options(options)
     table = sweep(grid, args.out, jobs=args.jobs, replications=args.replications, seed=args.seed,
                   warmup=args.warmup, backend=args.backend, master=args.master, workers=args.workers,

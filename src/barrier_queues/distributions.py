@@ -333,11 +333,12 @@ def parse_task_distribution(spec: str) -> TaskDistribution:
             if default is None:
                 raise ParameterError(f"task_dist {name!r} needs {key}=...; valid specs: {_SPEC_HELP}")
             return default
+        text = kwargs.pop(key)
         try:
-            return cast(kwargs.pop(key))
+            return cast(text)
         except ValueError:
-            raise ParameterError(f"task_dist parameter {key} must be a number "
-                                 f"(got {kwargs.get(key, '?')!r})") from None
+            kind = "an integer" if cast is int else "a number"
+            raise ParameterError(f"task_dist parameter {key} must be {kind} (got {text!r})") from None
 
     if name in ("exponential", "exp"):
         law = Exponential(num("rate", 1.0))

@@ -61,7 +61,7 @@ def draw_jobs(system: BarrierSystem, n: int, rng: np.random.Generator, start_tim
     Returns arrays ``arrival`` (absolute times from ``start_time``),
     ``tasks``, ``barrier``, ``times`` (``k m`` draws per job, phase-major,
     the paper's overhead added to the first phase) and ``offsets`` (index of
-    each job's first draw). ``saturated`` puts every arrival at
+    each job's first draw); with a workload also ``cls``, each job's class. ``saturated`` puts every arrival at
     ``start_time`` (an always-backlogged system). Draw order: arrival gaps,
     k (pmf), barrier flags (hybrid), task times, overheads.
     """
@@ -71,6 +71,8 @@ def draw_jobs(system: BarrierSystem, n: int, rng: np.random.Generator, start_tim
         arrivals = start_time + np.cumsum(rng.exponential(1.0 / system.arrival_rate, n))
     else:
         arrivals = start_time + np.arange(1, n + 1) / system.arrival_rate
+    if system.workload is not None:
+        return _draw_classes(system, n, rng, arrivals)
     if system.tasks_pmf is None:
         tasks = np.full(n, system.tasks, dtype=np.int64)
     else:
@@ -93,6 +95,32 @@ def draw_jobs(system: BarrierSystem, n: int, rng: np.random.Generator, start_tim
         # one overhead per task (the system refuses the paper's model with phases)
         times += OverheadModel(system.revive_interval, system.arrival_rate).rvs(total, rng)
     return {"arrival": arrivals, "tasks": tasks, "barrier": barrier, "times": times, "offsets": offsets}
+
+
+def _draw_classes(system: BarrierSystem, n: int, rng: np.random.Generator, arrivals: np.ndarray) -> dict:
+    """A workload's jobs: each job's class (after the arrival gaps), then task times class by class in
+    class order (``k_c`` draws per job, or one shared draw repeated ``k_c`` times)."""
+    classes = system.workload
+    shares = np.array([c.share for c in classes])
+    cls = rng.choice(len(classes), size=n, p=shares) if len(classes) > 1 else np.zeros(n, dtype=np.int64)
+    ks = np.array([c.tasks for c in classes], dtype=np.int64)
+    tasks = ks[cls]
+    barrier = np.array([c.barrier for c in classes], dtype=np.bool_)[cls]
+    offsets = np.zeros(n, dtype=np.int64)
+    np.cumsum(tasks[:-1], out=offsets[1:])
+    times = np.empty(int(tasks.sum()))
+    for c, job_class in enumerate(classes):
+        jobs = np.flatnonzero(cls == c)
+        if jobs.size == 0:
+            continue
+        law, k = system.class_law(job_class), job_class.tasks
+        if job_class.shared:
+            draws = np.repeat(np.asarray(law.rvs(size=jobs.size, random_state=rng), dtype=np.float64), k)
+        else:
+            draws = np.asarray(law.rvs(size=jobs.size * k, random_state=rng), dtype=np.float64)
+        times[(offsets[jobs][:, None] + np.arange(k)).ravel()] = draws
+    return {"arrival": arrivals, "tasks": tasks, "barrier": barrier, "times": times, "offsets": offsets,
+            "cls": cls.astype(np.int64)}
 
 
 def probe_count(system: BarrierSystem, k) -> np.ndarray:

@@ -65,6 +65,8 @@ def mean_work(system: BarrierSystem, arrival_rate: float | None = None,
         from .overhead import OverheadModel
 
         extra = OverheadModel(system.revive_interval, lam).mean()
+    if system.workload is not None:
+        return _workload_work(system)
     work = useful = 0.0
     p = system.barrier_fraction
     for k, pk in zip(system.ks, system.pk, strict=True):
@@ -73,6 +75,22 @@ def mean_work(system: BarrierSystem, arrival_rate: float | None = None,
         nw = k * system.mean_task
         work += pk * (p * (bw + k * extra) + (1 - p) * (nw + k * extra))
         useful += pk * (p * (bu + k * extra) + (1 - p) * (nw + k * extra))
+    return work, useful
+
+
+def _workload_work(system: BarrierSystem) -> tuple[float, float]:
+    """A workload's server time per job: ``sum_c p_c w_c`` with ``w_c = k_c E[X_c]`` (a shared time, a
+    non-barrier job, or 1 barrier) or ``k_c E[max of k_c X_c]`` (2 barriers: every worker held to the end)."""
+    from .order_stats import order_stat_mean
+
+    work = useful = 0.0
+    for c in system.workload:
+        law = system.class_law(c)
+        mean = float(law.mean())
+        held = c.tasks * mean if c.shared or not c.barrier or system.barriers == 1 else \
+            c.tasks * order_stat_mean(law, c.tasks, c.tasks)
+        work += c.share * held
+        useful += c.share * c.tasks * mean
     return work, useful
 
 

@@ -69,6 +69,8 @@ def class_labels(system) -> list[tuple[int, bool]]:
     """The job classes ``(k, barrier)`` reported apart, by class index: every k of barrier jobs, then every k
     of non-barrier jobs (a job's index: the position of its k, plus the number of k if it is not a barrier
     job). One class (a single k of one kind) gives an empty list: nothing to report apart."""
+    if system.workload is not None:
+        return [(c.tasks, c.barrier) for c in system.workload] if len(system.workload) > 1 else []
     ks = [int(k) for k in system.ks]
     if len(ks) == 1 and system.barrier_fraction in (0.0, 1.0):
         return []
@@ -104,7 +106,9 @@ class Sink:
     def add(self, chunk: dict) -> None:
         held = chunk.get("held")
         classes = None
-        if self.classes > 1:
+        if self.classes > 1 and "cls" in chunk:
+            classes = chunk["cls"]
+        elif self.classes > 1:
             classes = np.searchsorted(self.ks, chunk["tasks"]) + np.where(chunk["barrier"], 0, self.ks.size)
         self.acc.add(chunk["arrival"], chunk["start"], chunk["departure"], chunk["work"], chunk["useful"],
                      chunk["completed"], held, classes)

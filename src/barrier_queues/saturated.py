@@ -34,21 +34,28 @@ def _saturated_estimate(system: BarrierSystem, reps: list, level: float) -> dict
     else:
         st = stats[0]
         spacing = batch_means(st.block_means["spacing"], 20)
-        lam = list(1 / spacing)
+        # a batch whose jobs all started at one instant has no finite rate: no interval then (below)
+        lam = list(np.divide(1.0, spacing, out=np.full(spacing.shape, np.inf), where=spacing > 0))
         work = st.sums["work"] / st.jobs
         rho = [x * work / s for x in lam]
         useful = [x * st.sums["useful"] / st.jobs / s for x in lam]
         held = [x * st.sums["held"] / st.jobs / s for x in lam]
         method = "t interval over 20 batches of one replication"
-        batches = batch_means_interval(1 / st.block_means["spacing"], 20, level)
+        blocks = st.block_means["spacing"]
+        batches = batch_means_interval(np.divide(1.0, blocks, out=np.full(blocks.shape, np.inf), where=blocks > 0),
+                                       20, level) if (blocks > 0).all() else None
     est = {}
     total_jobs = sum(st.jobs for st in stats)
     pooled_lam = total_jobs / sum(st.sums["spacing"] for st in stats)
     est["lambda_max"] = float(pooled_lam)
-    est["lambda_max_ci"] = t_interval(lam, level)
+    finite = bool(np.isfinite(lam).all())
+    est["lambda_max_ci"] = t_interval(lam, level) if finite else [float("nan"), float("nan")]
+    if not finite:
+        est["lambda_max_ci_reason"] = ("a batch of the run started all its jobs at one instant (no finite rate): "
+                                       "run more jobs or replications for an interval")
     for key, values, col in (("rho_max", rho, "work"), ("rho_useful", useful, "useful"), ("held_share", held, "held")):
         est[key] = float(pooled_lam * sum(st.sums[col] for st in stats) / total_jobs / s)
-        est[f"{key}_ci"] = t_interval(values, level)
+        est[f"{key}_ci"] = t_interval(values, level) if finite else [float("nan"), float("nan")]
     est["mean_completed_tasks"] = sum(st.sums["completed"] for st in stats) / total_jobs
     est.update({"replications": len(stats), "jobs": reps[0].stats.total_jobs, "level": level, "ci_method": method,
                 "warmup": {"rule": stats[0].warmup_rule, "jobs": [st.warmup for st in stats],

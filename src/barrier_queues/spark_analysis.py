@@ -589,7 +589,7 @@ REPLAY_MODELS = ("plain", "paper", "event")
 def run_inputs_of(run: SparkRun, task_cost: float = 0.0) -> dict:
     """The run's own workload as simulator inputs: harness submissions and each task's sleeps.
 
-    Phase sleeps are stored phase-major per job (as :func:`barrier_queues.simulate.draw_jobs`
+    Phase sleeps are stored phase-major per job (as :func:`barrier_queues.inputs.draw_jobs`
     draws them); runs with the older ``sync_points`` split one sleep into equal phases.
     ``task_cost`` (seconds) is added to every task's first phase.
     """

@@ -246,7 +246,7 @@ def known_limit(system: BarrierSystem) -> tuple[float, str] | None:
     knee are not exact, so a simulation is not refused on them).
     """
     system = as_system(system)
-    if system.overhead is not None or system.placement != "central":
+    if system.overhead is not None or system.placement != "central" or system.workload is not None:
         return None
     if system.barrier_fraction == 0:
         from .load import mean_work
@@ -284,7 +284,7 @@ def estimated_limit(system: BarrierSystem) -> tuple[float, str, tuple[float, flo
     """
     system = as_system(system)
     if (system.overhead is not None or system.placement != "central" or system.barrier_fraction < 1
-            or system.tasks_pmf is not None or limit_kind(system) != "monte-carlo"):
+            or system.tasks_pmf is not None or system.workload is not None or limit_kind(system) != "monte-carlo"):
         return None
     return _estimated_limit(system.replace(arrival_rate=None))
 

@@ -97,6 +97,8 @@ def grid_from_options(options: dict) -> list[dict]:
 def point_system(point: dict) -> BarrierSystem:
     """The validated system of one grid point (``utilization`` sets the arrival rate)."""
     kw = {k: v for k, v in point.items() if k != "utilization"}
+    if "servers" not in kw:
+        raise ParameterError("servers must be given for every grid point (an integer >= 1)")
     if "utilization" in point:
         from .load import system_at_utilization
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -106,8 +107,8 @@ def parse_pmf(pmf, servers: int) -> tuple[tuple[int, float], ...]:
     if len({k for k, _ in pairs}) != len(pairs):
         raise ParameterError(f"tasks_pmf must name each k once (got {sorted(k for k, _ in pairs)})")
     total = math.fsum(p for _, p in pairs)
-    if not math.isclose(total, 1.0, abs_tol=1e-9):
-        raise ParameterError(f"tasks_pmf probabilities must sum to 1 (got {total!r})")
+    if not abs(total - 1.0) <= 1e-6:                  # published mixes are rounded: normalised within 1e-6
+        raise ParameterError(f"tasks_pmf probabilities must sum to 1 within 1e-6 (got {total!r})")
     return tuple(sorted((k, p / total) for k, p in pairs if p > 0))
 
 
@@ -173,6 +174,9 @@ class BarrierSystem:
     scheduling: str = field(default="fcfs", metadata=_opt(
         "who starts next from the central queue: fcfs (default: the paper's FIFO), first-fit (Spark's rule), "
         "backfill or server-filling", "discipline"))
+    workload: object = field(default=None, metadata=_opt(
+        "job classes from a JSON or TOML file (or MJQM's TOML): shares, k, barrier or not, task law, shared time "
+        "(instead of --tasks/--tasks-pmf)", "workload", flag="--workload"))
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -191,6 +195,9 @@ class BarrierSystem:
         self._validate_phases(set_)
 
     def _validate_tasks(self, set_, s: int) -> None:
+        if self.workload is not None:
+            self._validate_workload(set_, s)
+            return
         if (self.tasks is None) == (self.tasks_pmf is None):
             raise ParameterError("give exactly one of tasks (an integer 1 <= tasks <= servers) and tasks_pmf "
                                  "(got " + ("neither" if self.tasks is None else "both") + ")")
@@ -208,6 +215,26 @@ class BarrierSystem:
             set_("tasks", self.tasks_pmf[0][0])
             set_("tasks_pmf", None)
             set_("needed", self.tasks)
+
+    def _validate_workload(self, set_, s: int) -> None:
+        from .workload import parse_workload
+
+        for name in ("tasks", "tasks_pmf", "needed"):
+            if getattr(self, name) is not None:
+                raise ParameterError(f"{name} must be None with a workload (got {getattr(self, name)!r}): the "
+                                     "workload's classes give each job's k")
+        workload = self.workload
+        if isinstance(workload, str | Path):                   # a file: its classes (the CLI reads the rest)
+            from .workload import read_workload
+
+            workload = read_workload(workload)["classes"]
+        classes = parse_workload(workload, s)
+        set_("workload", classes)
+        p = math.fsum(c.share for c in classes if c.barrier)
+        if self.barrier_fraction not in (1.0, p):
+            raise ParameterError(f"barrier_fraction must not be given with a workload (got "
+                                 f"{self.barrier_fraction!r}): each class says whether its jobs are barrier jobs")
+        set_("barrier_fraction", p)
 
     def _validate_task_law(self, set_) -> None:
         if self.task_dist is not None and self.task_rate is not None and not (
@@ -265,6 +292,12 @@ class BarrierSystem:
     def _validate_phases(self, set_) -> None:
         m = check_int("phases", self.phases, low=1)
         set_("phases", m)
+        if self.workload is not None:
+            for name, value, ok in (("phases", m, 1), ("release", self.release, "fixed"),
+                                    ("overhead", self.overhead, None), ("placement", self.placement, "central")):
+                if value != ok:
+                    raise ParameterError(f"{name} must be {ok!r} with a workload (got {value!r}): job classes "
+                                         "are simulated under the central queue without Spark's overhead models")
         if m * self.max_tasks > MAX_DRAWS_PER_JOB:
             raise ParameterError(f"phases must be at most {MAX_DRAWS_PER_JOB // self.max_tasks:,} for jobs of "
                                  f"{self.max_tasks} tasks (tasks x phases <= {MAX_DRAWS_PER_JOB:,}; got {m})")
@@ -291,7 +324,9 @@ class BarrierSystem:
     # -- derived quantities (no validation: the fields are valid) ------------------
     @property
     def ks(self) -> np.ndarray:
-        """The values of k (int64 array): ``[k]`` or the support of ``tasks_pmf``."""
+        """The values of k (int64 array): ``[k]``, the support of ``tasks_pmf`` or the workload's k."""
+        if self.workload is not None:
+            return np.array(sorted({c.tasks for c in self.workload}), dtype=np.int64)
         if self.tasks_pmf is None:
             return np.array([self.tasks], dtype=np.int64)
         return np.array([k for k, _ in self.tasks_pmf], dtype=np.int64)
@@ -299,6 +334,8 @@ class BarrierSystem:
     @property
     def pk(self) -> np.ndarray:
         """The probabilities of :attr:`ks`."""
+        if self.workload is not None:
+            return np.array([sum(c.share for c in self.workload if c.tasks == k) for k in self.ks])
         if self.tasks_pmf is None:
             return np.ones(1)
         return np.array([p for _, p in self.tasks_pmf])
@@ -314,7 +351,9 @@ class BarrierSystem:
     @property
     def stragglers(self) -> int:
         """k - l under the fixed release (0 for conventional jobs, a pmf of k and other rules)."""
-        return self.tasks - self.needed if self.tasks_pmf is None and self.release == "fixed" else 0
+        if self.workload is not None or self.tasks_pmf is not None or self.release != "fixed":
+            return 0
+        return self.tasks - self.needed
 
     @property
     def conventional(self) -> bool:
@@ -329,8 +368,15 @@ class BarrierSystem:
 
     @property
     def mean_task(self) -> float:
-        """E[X], the mean task time (time units)."""
+        """E[X], the mean task time (time units; with a workload, over its tasks)."""
+        if self.workload is not None:
+            tasks = sum(c.share * c.tasks for c in self.workload)
+            return float(sum(c.share * c.tasks * self.class_law(c).mean() for c in self.workload) / tasks)
         return float(self.task_dist.mean())
+
+    def class_law(self, job_class):
+        """The task law of a workload class (its own, or the system's)."""
+        return job_class.task_dist if job_class.task_dist is not None else self.task_dist
 
     def replace(self, **changes) -> BarrierSystem:
         """A copy with some fields changed (validated again).
@@ -348,6 +394,11 @@ class BarrierSystem:
             for name in names:
                 c.setdefault(name, None)
 
+        if c.get("workload") is not None:
+            reset("tasks", "tasks_pmf", "needed")
+            c.setdefault("barrier_fraction", 1.0)
+        if c.get("tasks") is not None or c.get("tasks_pmf") is not None:
+            reset("workload")
         if c.get("tasks") is not None:
             reset("tasks_pmf")
         if c.get("tasks_pmf") is not None:
@@ -374,6 +425,8 @@ class BarrierSystem:
         """JSON-able parameters (the task law as its own dict)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["task_dist"] = self.task_dist.describe()
+        if self.workload is not None:
+            out["workload"] = [c.describe() for c in self.workload]
         if self.tasks_pmf is not None:
             out["tasks_pmf"] = {str(k): p for k, p in self.tasks_pmf}
         return out
@@ -384,7 +437,8 @@ class BarrierSystem:
 
     def kind(self) -> str:
         """A short human description, e.g. ``'(16,8,6) 1-barrier, exponential tasks'``."""
-        k = str(self.tasks) if self.tasks_pmf is None else "pmf " + ",".join(f"{k}:{p:g}" for k, p in self.tasks_pmf)
+        k = (str(self.tasks) if self.tasks_pmf is None else "pmf " + ",".join(f"{k}:{p:g}" for k, p in self.tasks_pmf)
+             ) if self.workload is None else f"{len(self.workload)} job classes"
         parts = [f"s = {self.servers}, k = {k}"]
         if self.stragglers:
             parts.append(f"l = {self.needed}")
@@ -427,6 +481,8 @@ def option_fields() -> list[dict]:
             meta = {**meta, "kind": "choice", "choices": schedulers.names()}
         elif meta["kind"] == "discipline":
             meta = {**meta, "kind": "choice", "choices": schedulers.disciplines()}
+        elif meta["kind"] == "workload":
+            meta = {**meta, "kind": "str"}
         meta["name"] = f.name
         meta["flag"] = meta.get("flag") or "--" + f.name.replace("_", "-")
         meta.setdefault("high", None)

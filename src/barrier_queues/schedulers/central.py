@@ -74,6 +74,8 @@ def run(system, jobs, rng, saturated, trace, sink):
                     heap_key, heap_id, state, tw, ts, te)
             kernel += time.perf_counter() - t0
             result = {"arrival": chunk["arrival"], "tasks": chunk["tasks"], "barrier": chunk["barrier"], **out}
+            if "cls" in chunk:
+                result["cls"] = chunk["cls"]
             if helper:
                 if pending_add is not None:
                     pending_add.result()             # in order, and errors surface here

@@ -61,7 +61,7 @@ class _Window:
     """The jobs that have not all started, then the newest chunk (arrays in arrival order)."""
 
     FIELDS = ("arrival", "k", "barrier", "cls", "toff", "status", "handed", "start", "dep", "work", "useful",
-              "completed")
+              "completed", "job_class")
 
     def __init__(self, system):
         self.system = system
@@ -83,7 +83,8 @@ class _Window:
                "cls": cls.astype(np.int64), "toff": chunk["offsets"] + self.times.size,
                "status": np.zeros(n, dtype=np.int64), "handed": np.zeros(n, dtype=np.int64),
                "start": np.zeros(n), "dep": np.full(n, -np.inf), "work": np.zeros(n), "useful": np.zeros(n),
-               "completed": np.zeros(n, dtype=np.int64)}
+               "completed": np.zeros(n, dtype=np.int64),
+               "job_class": chunk["cls"] if "cls" in chunk else np.zeros(n, dtype=np.int64)}
         pos = 0 if self.arrays is None else self.arrays["arrival"].size
         self.arrays = new if self.arrays is None else {f: np.concatenate([self.arrays[f], new[f]])
                                                        for f in self.FIELDS}
@@ -109,7 +110,7 @@ class _Window:
         cut = int(waiting[0]) if waiting.size else a["arrival"].size
         done = {"arrival": a["arrival"][:cut], "tasks": a["k"][:cut], "barrier": a["barrier"][:cut],
                 "start": a["start"][:cut], "departure": a["dep"][:cut], "work": a["work"][:cut],
-                "useful": a["useful"][:cut], "completed": a["completed"][:cut]}
+                "useful": a["useful"][:cut], "completed": a["completed"][:cut], "cls": a["job_class"][:cut]}
         if cut:
             first_draw = int(a["toff"][cut]) if cut < a["arrival"].size else self.times.size
             self.arrays = {f: v[cut:].copy() for f, v in a.items()}

@@ -34,6 +34,155 @@ import math
 from ..reference import service, service_args
 
 
+class _Waitlist:
+    """The state of one reference run: free workers, pending releases, waiting jobs, per-job results."""
+
+    def __init__(self, arrivals, tasks, barrier, times, servers, two_barrier, one_job, phases, reservations):
+        n = len(arrivals)
+        self.arrivals = [float(a) for a in arrivals]
+        self.tasks = [int(k) for k in tasks]
+        self.barrier = [bool(b) for b in barrier]
+        self.offsets, total = [], 0
+        for k in self.tasks:
+            self.offsets.append(total)
+            total += k * phases
+        self.draws = [[float(x) for x in times[self.offsets[j]:self.offsets[j] + self.tasks[j] * phases]]
+                      for j in range(n)]
+        self.res = {"start": [0.0] * n, "departure": [-math.inf] * n, "work": [0.0] * n, "useful": [0.0] * n,
+                    "completed": [0] * n}
+        self.tr = {"worker": [0] * total, "start": [0.0] * total, "end": [0.0] * total}
+        self.servers, self.two_barrier, self.one_job = servers, two_barrier, one_job
+        self.free = list(range(servers))
+        self.releases: list[tuple[float, int]] = []
+        self.waiting: list[int] = []
+        self.handed = [0] * n
+        self.served: dict = {}
+        self.reservations = reservations
+
+    def run_of(self, j):
+        """One job's service (a function of its draws: computed once)."""
+        if j not in self.served:
+            self.served[j] = self.one_job(self.draws[j], self.tasks[j])
+        return self.served[j]
+
+    def start_job(self, j, now):
+        cut, done, useful, occupied = self.run_of(j)
+        work = 0.0
+        for i, busy in enumerate(occupied):
+            w = heapq.heappop(self.free)
+            work += busy
+            heapq.heappush(self.releases, (now + (cut if self.two_barrier else busy), w))
+            t = self.offsets[j] + i
+            self.tr["worker"][t], self.tr["start"][t], self.tr["end"][t] = w, now, now + busy
+        r = self.res
+        r["start"][j], r["departure"][j], r["work"][j], r["useful"][j], r["completed"][j] = now, now + cut, work, \
+            useful, done
+        self.waiting.remove(j)
+
+    def start_task(self, j, now):
+        i = self.handed[j]
+        x = self.draws[j][i]
+        w = heapq.heappop(self.free)
+        heapq.heappush(self.releases, (now + x, w))
+        t = self.offsets[j] + i
+        self.tr["worker"][t], self.tr["start"][t], self.tr["end"][t] = w, now, now + x
+        r = self.res
+        r["work"][j] += x
+        r["useful"][j] += x
+        r["departure"][j] = max(r["departure"][j], now + x)
+        self.handed[j] = i + 1
+        if self.handed[j] == self.tasks[j]:
+            r["start"][j], r["completed"][j] = now, self.tasks[j]
+            self.waiting.remove(j)
+
+    def fcfs(self, now):
+        """Start jobs in arrival order up to the first that cannot start in full; return it (or None)."""
+        while self.waiting:
+            j = self.waiting[0]
+            if self.barrier[j]:
+                if self.tasks[j] > len(self.free):
+                    return j
+                self.start_job(j, now)
+            else:
+                while self.free and self.handed[j] < self.tasks[j]:
+                    self.start_task(j, now)
+                if self.handed[j] < self.tasks[j]:
+                    return j
+        return None
+
+    def first_fit(self, now):
+        for j in list(self.waiting):
+            if not self.free:
+                return
+            if self.barrier[j]:
+                if self.tasks[j] <= len(self.free):
+                    self.start_job(j, now)
+            else:
+                while self.free and self.handed[j] < self.tasks[j]:
+                    self.start_task(j, now)
+
+    def backfill(self, now):
+        head = self.fcfs(now)
+        if head is None or not self.barrier[head] or not self.free:
+            return
+        ordered = sorted(t for t, _ in self.releases)
+        t_h = ordered[self.tasks[head] - len(self.free) - 1]
+        spare = len(self.free) + sum(1 for t in ordered if t <= t_h) - self.tasks[head]
+        if self.reservations is not None:
+            self.reservations.append((head, t_h))
+        for j in list(self.waiting[self.waiting.index(head) + 1:]):
+            if not self.free:
+                return
+            if self.barrier[j]:
+                k = self.tasks[j]
+                if k > len(self.free):
+                    continue
+                cut, _, _, occupied = self.run_of(j)
+                if now + (cut if self.two_barrier else max(occupied)) <= t_h:
+                    self.start_job(j, now)
+                elif k <= spare:
+                    self.start_job(j, now)
+                    spare -= k
+            else:
+                while self.free and self.handed[j] < self.tasks[j]:
+                    if now + self.draws[j][self.handed[j]] <= t_h:
+                        self.start_task(j, now)
+                    elif spare >= 1:
+                        self.start_task(j, now)
+                        spare -= 1
+                    else:
+                        break
+
+    def server_filling(self, now):
+        prefix, total_k = [], 0
+        for j in self.waiting:
+            prefix.append(j)
+            total_k += self.tasks[j]
+            if total_k >= self.servers:
+                break
+        for j in sorted(prefix, key=lambda j: (-self.tasks[j], j)):
+            if self.tasks[j] > len(self.free):
+                return
+            self.start_job(j, now)
+
+    def single(self, now, slots, discipline):
+        """Released workers offered one by one: only one-slot jobs can take them."""
+        while slots > 0 and self.free:
+            if discipline == "fcfs":
+                j = self.waiting[0] if self.waiting else None
+                if j is None or (self.barrier[j] and self.tasks[j] > 1):
+                    return
+            else:
+                j = next((j for j in self.waiting if not self.barrier[j] or self.tasks[j] == 1), None)
+                if j is None:
+                    return
+            if self.barrier[j]:
+                self.start_job(j, now)
+            else:
+                self.start_task(j, now)
+            slots -= 1
+
+
 def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, discipline: str = "fcfs",
                                 two_barrier: bool = False, trace: bool = False, service_fn=None,
                                 reservations: list | None = None, event_overhead: bool = False,
@@ -46,164 +195,27 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
     by one, only to jobs that need one slot (a non-barrier job's next task, a 1-task barrier job); global
     offers come at job arrivals and at revive ticks ``phase + n revive`` while jobs wait. At one instant:
     releases, then the tick, then the arrival."""
-    phases = rule.get("phases", 1)
     one_job = service_fn or (lambda draws, k: service(draws, k, **service_args(rule)))
-    n = len(arrivals)
-    arrivals = [float(a) for a in arrivals]
-    offsets, total = [], 0
-    for k in tasks:
-        offsets.append(total)
-        total += int(k) * phases
-    draws = [[float(x) for x in times[offsets[j]:offsets[j] + int(tasks[j]) * phases]] for j in range(n)]
-    res = {"start": [0.0] * n, "departure": [-math.inf] * n, "work": [0.0] * n, "useful": [0.0] * n,
-           "completed": [0] * n}
-    tr = {"worker": [0] * total, "start": [0.0] * total, "end": [0.0] * total}
-    free = list(range(servers))
-    releases: list[tuple[float, int]] = []
-    waiting: list[int] = []
-    handed = [0] * n
-
-    served = {}
-
-    def run_of(j):                     # one job's service is a function of its draws: computed once
-        if j not in served:
-            served[j] = one_job(draws[j], int(tasks[j]))
-        return served[j]
-
-    def start_job(j, now):
-        cut, done, useful, occupied = run_of(j)
-        work = 0.0
-        for i, busy in enumerate(occupied):
-            w = heapq.heappop(free)
-            work += busy
-            heapq.heappush(releases, (now + (cut if two_barrier else busy), w))
-            tr["worker"][offsets[j] + i], tr["start"][offsets[j] + i] = w, now
-            tr["end"][offsets[j] + i] = now + busy
-        res["start"][j], res["departure"][j], res["work"][j] = now, now + cut, work
-        res["useful"][j], res["completed"][j] = useful, done
-        waiting.remove(j)
-        return int(tasks[j])
-
-    def start_task(j, now):
-        i = handed[j]
-        x = draws[j][i]
-        w = heapq.heappop(free)
-        heapq.heappush(releases, (now + x, w))
-        tr["worker"][offsets[j] + i], tr["start"][offsets[j] + i], tr["end"][offsets[j] + i] = w, now, now + x
-        res["work"][j] += x
-        res["useful"][j] += x
-        res["departure"][j] = max(res["departure"][j], now + x)
-        handed[j] = i + 1
-        if handed[j] == int(tasks[j]):
-            res["start"][j], res["completed"][j] = now, int(tasks[j])
-            waiting.remove(j)
-        return 1
-
-    def fcfs_part(now):
-        """Start jobs in arrival order up to the first that cannot start in full; return it (or None)."""
-        while waiting:
-            j = waiting[0]
-            if barrier[j]:
-                if int(tasks[j]) > len(free):
-                    return j
-                start_job(j, now)
-            else:
-                while free and handed[j] < int(tasks[j]):
-                    start_task(j, now)
-                if handed[j] < int(tasks[j]):
-                    return j
-        return None
-
-    def first_fit(now):
-        for j in list(waiting):
-            if not free:
-                return
-            if barrier[j]:
-                if int(tasks[j]) <= len(free):
-                    start_job(j, now)
-            else:
-                while free and handed[j] < int(tasks[j]):
-                    start_task(j, now)
-
-    def backfill(now):
-        head = fcfs_part(now)
-        if head is None or not barrier[head] or not free:
-            return
-        ordered = sorted(t for t, _ in releases)
-        t_h = ordered[int(tasks[head]) - len(free) - 1]
-        spare = len(free) + sum(1 for t in ordered if t <= t_h) - int(tasks[head])
-        if reservations is not None:
-            reservations.append((head, t_h))
-        for j in list(waiting[waiting.index(head) + 1:]):
-            if not free:
-                return
-            if barrier[j]:
-                k = int(tasks[j])
-                if k > len(free):
-                    continue
-                cut, _, _, occupied = run_of(j)
-                if now + (cut if two_barrier else max(occupied)) <= t_h:
-                    start_job(j, now)
-                elif k <= spare:
-                    start_job(j, now)
-                    spare -= k
-            else:
-                while free and handed[j] < int(tasks[j]):
-                    if now + draws[j][handed[j]] <= t_h:
-                        start_task(j, now)
-                    elif spare >= 1:
-                        start_task(j, now)
-                        spare -= 1
-                    else:
-                        break
-
-    def server_filling(now):
-        prefix, total_k = [], 0
-        for j in waiting:
-            prefix.append(j)
-            total_k += int(tasks[j])
-            if total_k >= servers:
-                break
-        for j in sorted(prefix, key=lambda j: (-int(tasks[j]), j)):
-            if int(tasks[j]) > len(free):
-                return
-            start_job(j, now)
-
-    def single(now, slots):
-        """Released workers offered one by one: only one-slot jobs can take them."""
-        while slots > 0 and free:
-            if discipline == "fcfs":
-                j = waiting[0] if waiting else None
-                if j is None or (barrier[j] and int(tasks[j]) > 1):
-                    return
-            else:
-                j = next((j for j in waiting if not barrier[j] or int(tasks[j]) == 1), None)
-                if j is None:
-                    return
-            if barrier[j]:
-                start_job(j, now)
-            else:
-                start_task(j, now)
-            slots -= 1
-
-    decide = {"fcfs": fcfs_part, "first-fit": first_fit, "backfill": backfill,
-              "server-filling": server_filling}[discipline]
-    i, now, tick_n = 0, -math.inf, 0.0
-    while i < n or releases or (event_overhead and waiting):
-        rel = releases[0][0] if releases else math.inf
-        arr = arrivals[i] if i < n else math.inf
+    q = _Waitlist(arrivals, tasks, barrier, times, servers, two_barrier, one_job, rule.get("phases", 1),
+                  reservations)
+    decide = {"fcfs": q.fcfs, "first-fit": q.first_fit, "backfill": q.backfill,
+              "server-filling": q.server_filling}[discipline]
+    n, i, now, tick_n = len(q.arrivals), 0, -math.inf, 0.0
+    while i < n or q.releases or (event_overhead and q.waiting):
+        rel = q.releases[0][0] if q.releases else math.inf
+        arr = q.arrivals[i] if i < n else math.inf
         tick = math.inf
-        if event_overhead and waiting:
+        if event_overhead and q.waiting:
             while phase + tick_n * revive < now:
                 tick_n += 1.0
             tick = phase + tick_n * revive
-        if releases and rel <= tick and rel <= arr:
+        if q.releases and rel <= tick and rel <= arr:
             now, released = rel, 0
-            while releases and releases[0][0] == now:
-                heapq.heappush(free, heapq.heappop(releases)[1])
+            while q.releases and q.releases[0][0] == now:
+                heapq.heappush(q.free, heapq.heappop(q.releases)[1])
                 released += 1
             if event_overhead:
-                single(now, released)
+                q.single(now, released, discipline)
             else:
                 decide(now)
         elif tick <= arr and tick < math.inf:
@@ -212,10 +224,10 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
             decide(now)
         else:
             now = arr
-            waiting.append(i)
+            q.waiting.append(i)
             i += 1
             decide(now)
-    return (res, tr) if trace else res
+    return (q.res, q.tr) if trace else q.res
 
 
 __all__ = ["simulate_waitlist_reference"]

@@ -1,0 +1,83 @@
+"""Benchmark: what a scheduling discipline costs per job, as a user meets it.
+
+For each system, one ``barrier-queues simulate ... --json`` command per
+discipline, each timed from process start to exit (median of ``--repeat``
+runs), on the same jobs (same seed: the random inputs are the same, only
+the rule differs). Beside it, the kernel's own jobs per second (from the
+JSON) and, per discipline, the ratio to fcfs: the question is whether a
+rule costs more than 2x the paper's FIFO per job and whether the cost of a
+decision grows with the number of waiting jobs (first-fit looks at one head
+per job class, backfill walks the jobs behind its reservation).
+
+``--workload FILE --rates R1,R2`` adds a workload file (ours, or one of the
+C++ peer MJQM's input files) at those arrival rates.
+
+Usage::
+
+    python benchmarks/scheduling_speed.py [--jobs 1000000] [--repeat 3] [--workload FILE --rates 368,512]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+DISCIPLINES = ("fcfs", "first-fit", "backfill")
+SYSTEMS = [
+    ("1-barrier s=16 k=4 rho=0.7 (one k: the rules coincide)", "-s 16 -k 4 --arrival-rate 2.8"),
+    ("hybrid s=16 k=8 p=0.5 rho=0.7 (Fig. 5)", "-s 16 -k 8 --barrier-fraction 0.5 --utilization 0.7"),
+    ("heterogeneous k in {2, 16} s=16 rho=0.5", "-s 16 --tasks-pmf 2:0.8,16:0.2 --utilization 0.5"),
+    ("many classes s=1024 k = 1..1024 rho=0.3", "-s 1024 --tasks-pmf "
+     + ",".join(f"{2**i}:{p}" for i, p in enumerate([0.5, 0.2, 0.1, 0.05, 0.05, 0.03, 0.02, 0.02, 0.01, 0.01, 0.01]))
+     + " --utilization 0.3"),
+]
+
+
+def run(cmd: list[str]) -> tuple[float, dict]:
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if out.returncode != 0:
+        return seconds, {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "failed"}
+    return seconds, json.loads(out.stdout)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workload", default=None, help="a workload file (ours or MJQM's) to time as well")
+    parser.add_argument("--rates", default="368,512", help="arrival rates for --workload")
+    args = parser.parse_args(argv)
+    systems = list(SYSTEMS)
+    if args.workload:
+        systems += [(f"{args.workload} at {r}/unit time", f"--workload {args.workload} --arrival-rate {r}")
+                    for r in args.rates.split(",")]
+    print("| system | discipline | whole process (s) | kernel jobs/s | x fcfs (whole) | mean waiting |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name, options in systems:
+        base = None
+        for d in DISCIPLINES:
+            cmd = [sys.executable, "-m", "barrier_queues.cli", "simulate", *options.split(), "--jobs",
+                   str(args.jobs), "--seed", "1", "--scheduling", d, "--allow-unstable", "--json"]
+            times, last = [], {}
+            for _ in range(args.repeat):
+                seconds, last = run(cmd)
+                times.append(seconds)
+            med = statistics.median(times)
+            if "error" in last:
+                print(f"| {name} | {d} | - | - | - | {last['error']} |")
+                continue
+            base = med if d == "fcfs" else base
+            ratio = f"{med / base:.2f}" if base else "-"
+            print(f"| {name} | {d} | {med:.2f} | {last['kernel_jobs_per_second']:,.0f} | {ratio} "
+                  f"| {last['mean_waiting']:.4g} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
