@@ -135,6 +135,22 @@ def test_first_fit_lets_small_jobs_overtake_and_large_jobs_wait_longer():
     assert out["first-fit"][2] < out["fcfs"][2] and out["first-fit"][16] > out["fcfs"][16]
 
 
+@pytest.mark.parametrize("discipline", DISCIPLINES)
+def test_per_class_summary_equals_the_kept_jobs_of_each_class(discipline):
+    """Per-class results name each job by its own class under every discipline (the waiting list once put every
+    job of a --tasks-pmf mix into the first class)."""
+    base = S(servers=16, tasks_pmf={2: 0.6, 8: 0.3, 16: 0.1}, barriers=2, arrival_rate=0.4, scheduling=discipline)
+    res = bq.simulate(base, jobs=3_000, replications=2, seed=5, keep_jobs=True)
+    frame = res.to_frame()
+    measured = frame[~frame.warmup]
+    classes = {c["tasks"]: c for c in res.summary()["classes"]}
+    assert sorted(classes) == [2, 8, 16]
+    for k, c in classes.items():
+        sel = measured[measured.tasks == k]
+        assert c["jobs"] == len(sel)
+        assert c["mean_waiting"] == pytest.approx(sel.waiting.mean(), rel=1e-9)
+
+
 def _busy_at(trace, t):
     return int(((trace["start"] <= t) & (t < trace["end"])).sum())
 

@@ -84,7 +84,7 @@ class _Window:
                "status": np.zeros(n, dtype=np.int64), "handed": np.zeros(n, dtype=np.int64),
                "start": np.zeros(n), "dep": np.full(n, -np.inf), "work": np.zeros(n), "useful": np.zeros(n),
                "completed": np.zeros(n, dtype=np.int64),
-               "job_class": chunk["cls"] if "cls" in chunk else np.zeros(n, dtype=np.int64)}
+               "job_class": chunk["cls"] if "cls" in chunk else cls.astype(np.int64)}
         pos = 0 if self.arrays is None else self.arrays["arrival"].size
         self.arrays = new if self.arrays is None else {f: np.concatenate([self.arrays[f], new[f]])
                                                        for f in self.FIELDS}
