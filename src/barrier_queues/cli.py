@@ -521,7 +521,8 @@ def _spark_bench(args) -> dict:
                               sync_points=args.sync_points, phases=args.phases, saturated=args.saturated,
                               revive_interval=args.revive, seed=args.seed, master=args.master,
                               time_limit=args.time_limit, tasks_pmf=args.tasks_pmf,
-                              barrier_fraction=args.barrier_fraction)
+                              barrier_fraction=args.barrier_fraction, failure_rate=args.failure_rate,
+                              stage=args.stage)
     out_dir = check_new_folder("--out", args.out, "measured data")      # before a run of many minutes
     if args.archive:
         if Path(args.archive).resolve() == out_dir.resolve():
@@ -692,6 +693,11 @@ def _add_spark_bench(sub) -> None:
     sb.add_argument("--master", default=None, help="spark://host:port (default local-cluster[s,1,MB])")
     sb.add_argument("--time-limit", type=_scale("time-limit"), default=3600.0,
                     help="seconds for the whole run")
+    sb.add_argument("--failure-rate", type=_scale("failure-rate"), default=None,
+                    help="inject failures: each task attempt fails at this rate per second of running (default none)")
+    sb.add_argument("--stage", choices=("result", "shuffle-map"), default="result",
+                    help="the barrier stage as the job's ResultStage (aborted at a failure; default) or as a "
+                         "ShuffleMapStage (resubmitted, 4 attempts in all)")
     sb.add_argument("--out", required=True, help="run folder to create")
     sb.add_argument("--archive", default=None,
                     help="also write a compact copy (gzip tables, zstd event log) to this folder, e.g. data/spark/RUN")

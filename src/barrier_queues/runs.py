@@ -26,7 +26,8 @@ from .statistics import ReplicationStats, RunAccumulator, RunPartial, finish_rep
 from .system import BarrierSystem
 
 #: per-job record fields (``start``: the start of the job's last task)
-JOB_FIELDS = ("arrival", "start", "departure", "work", "useful", "completed", "held", "tasks", "barrier")
+JOB_FIELDS = ("arrival", "start", "departure", "work", "useful", "completed", "held", "tasks", "barrier", "attempts",
+              "aborted")
 
 
 @dataclass
@@ -40,7 +41,8 @@ class Replication:
     (:data:`JOB_FIELDS`; ``start`` is the start of the job's last task,
     ``work`` the time its tasks occupied workers, ``useful`` the work of tasks
     that completed, ``held`` the worker-time spent holding for it before it
-    started) when kept.
+    started; with failures, ``attempts`` and ``aborted``, and ``start`` the
+    first attempt's) when kept.
     """
 
     partial: RunPartial | None = None
@@ -92,18 +94,36 @@ class Sink:
                   "completed,held\n")
     CSV_FORMAT = ["%d", "%d"] + ["%.17g"] * 6 + ["%d", "%d", "%.17g", "%.17g", "%d", "%.17g"]
 
-    def __init__(self, system, jobs, warmup, keep, csv_path, replication):
+    def __init__(self, system, jobs, warmup, keep, csv_path, replication, measure_aborted=False):
         self.ks, self.classes = system.ks, len(class_labels(system))
         self.acc = RunAccumulator(jobs, floor=1e-6 * system.mean_task, warmup=warmup, classes=self.classes)
         self.keep = {f: [] for f in JOB_FIELDS} if keep else None
         self.csv = None
         self.index = 0
         self.replication = replication
+        self.failures = ({"jobs": 0, "aborted": 0, "attempts": 0, "work": 0.0, "completed_work": 0.0,
+                          "useful": 0.0}
+                         if system.failure_rate is not None else None)
+        self.measure_aborted = measure_aborted      # saturated runs: every departure counts towards the limit
         if csv_path is not None:
             self.csv = open(csv_path, "w")  # noqa: SIM115 (closed in close())
-            self.csv.write(self.CSV_HEADER)
+            self.csv.write(self.CSV_HEADER if self.failures is None else self.CSV_HEADER[:-1] + ",attempts,aborted\n")
 
     def add(self, chunk: dict) -> None:
+        if self.csv is not None:
+            self._write_csv(chunk)
+        if self.keep is not None:
+            n = chunk["arrival"].size
+            for f in JOB_FIELDS:
+                default = np.ones(n, dtype=np.int64) if f == "attempts" else np.zeros(n)
+                self.keep[f].append(np.asarray(chunk[f]) if f in chunk else default)
+        if "aborted" in chunk:              # failures: aborted jobs are counted apart, the rest measured
+            self._count_failures(chunk)
+        if "aborted" in chunk and not self.measure_aborted:
+            ok = ~chunk["aborted"]
+            size = ok.size
+            chunk = {key: v[ok] if isinstance(v, np.ndarray) and v.shape[:1] == (size,) else v
+                     for key, v in chunk.items()}
         held = chunk.get("held")
         classes = None
         if self.classes > 1 and "cls" in chunk:
@@ -112,17 +132,31 @@ class Sink:
             classes = np.searchsorted(self.ks, chunk["tasks"]) + np.where(chunk["barrier"], 0, self.ks.size)
         self.acc.add(chunk["arrival"], chunk["start"], chunk["departure"], chunk["work"], chunk["useful"],
                      chunk["completed"], held, classes)
+
+    def _write_csv(self, chunk: dict) -> None:
         n = chunk["arrival"].size
-        if self.keep is not None:
-            for f in JOB_FIELDS:
-                self.keep[f].append(np.asarray(chunk[f]) if f in chunk else np.zeros(n))
-        if self.csv is not None:
-            a, st, d = chunk["arrival"], chunk["start"], chunk["departure"]
-            cols = [np.full(n, self.replication), np.arange(self.index, self.index + n), a, st, d, st - a, d - a,
-                    d - st, chunk["tasks"], chunk["barrier"].astype(int), chunk["work"], chunk["useful"],
-                    chunk["completed"], held if held is not None else np.zeros(n)]
-            np.savetxt(self.csv, np.column_stack(cols), delimiter=",", fmt=self.CSV_FORMAT)
+        held = chunk.get("held")
+        a, st, d = chunk["arrival"], chunk["start"], chunk["departure"]
+        cols = [np.full(n, self.replication), np.arange(self.index, self.index + n), a, st, d, st - a, d - a,
+                d - st, chunk["tasks"], chunk["barrier"].astype(int), chunk["work"], chunk["useful"],
+                chunk["completed"], held if held is not None else np.zeros(n)]
+        fmt = self.CSV_FORMAT
+        if self.failures is not None:
+            cols += [chunk["attempts"], chunk["aborted"].astype(int)]
+            fmt = fmt + ["%d", "%d"]
+        np.savetxt(self.csv, np.column_stack(cols), delimiter=",", fmt=fmt)
         self.index += n
+
+    def _count_failures(self, chunk: dict) -> None:
+        """Every job, aborted or not: attempts, aborts and the work done (they need no warm-up: a job's attempts
+        do not depend on the queue, see :mod:`barrier_queues.failures`)."""
+        f = self.failures
+        f["jobs"] += chunk["arrival"].size
+        f["aborted"] += int(chunk["aborted"].sum())
+        f["attempts"] += int(chunk["attempts"].sum())
+        f["work"] += float(chunk["work"].sum())
+        f["completed_work"] += float(chunk["work"][~chunk["aborted"]].sum())
+        f["useful"] += float(chunk["useful"].sum())
 
     def close(self):
         if self.csv is not None:
@@ -133,7 +167,11 @@ class Sink:
             jobs["tasks"] = jobs["tasks"].astype(np.int64)
             jobs["barrier"] = jobs["barrier"].astype(bool)
             jobs["completed"] = jobs["completed"].astype(np.int64)
-        return self.acc.partial(), jobs
+            jobs["attempts"] = jobs["attempts"].astype(np.int64)
+            jobs["aborted"] = jobs["aborted"].astype(bool)
+        partial = self.acc.partial()
+        partial.failures = self.failures
+        return partial, jobs
 
 
 def run_replication(system: BarrierSystem, jobs: int, seed, saturated: bool = False, trace: bool = False,
@@ -150,7 +188,7 @@ def run_replication(system: BarrierSystem, jobs: int, seed, saturated: bool = Fa
                              f"(got {jobs:,}): a trace is one chunk of inputs")
     ensure_compiled(system.placement)
     t_begin = time.perf_counter()
-    sink = Sink(system, jobs, warmup, keep_jobs or trace, jobs_csv, replication)
+    sink = Sink(system, jobs, warmup, keep_jobs or trace, jobs_csv, replication, measure_aborted=saturated)
     kernel, frame = scheduler_of(system).run(system, jobs, generator(seed), saturated, trace, sink)
     partial, kept = sink.close()
     seconds = time.perf_counter() - t_begin

@@ -255,8 +255,12 @@ class SimulationResult:
         for i, r in enumerate(self._kept()):
             j = r.jobs
             n = j["arrival"].size
+            cut = r.stats.warmup
+            if self.system.failure_rate is not None and not r.saturated:     # the warm-up counts completed jobs
+                done = np.flatnonzero(~j["aborted"])
+                cut = int(done[cut]) if cut < done.size else n
             frames.append(pd.DataFrame({
-                "replication": i, "job": np.arange(n), "warmup": np.arange(n) < r.stats.warmup, **j,
+                "replication": i, "job": np.arange(n), "warmup": np.arange(n) < cut, **j,
                 "waiting": j["start"] - j["arrival"], "sojourn": j["departure"] - j["arrival"],
                 "execution": j["departure"] - j["start"]}))
         return pd.concat(frames, ignore_index=True)
@@ -312,6 +316,26 @@ class SimulationResult:
             if len(stats) < 2:
                 row["ci"]["reason"] = "one replication: per-class intervals need 2 or more replications"
             out.append(row)
+        return out
+
+    def _failure_summary(self, level: float) -> dict:
+        """With failures: ``aborted_share``, ``mean_attempts`` per job and ``goodput`` (the work of the tasks of
+        successful attempts per unit of task time spent, useful / work), over every job of every replication
+        (no warm-up: a job's attempts do not depend on the queue), with t intervals over replications; the
+        waiting, execution and sojourn above are those of the completed jobs."""
+        per = [s.extra["failures"] for s in self.stats]
+        jobs = sum(f["jobs"] for f in per)
+        values = {"aborted_share": [f["aborted"] / f["jobs"] for f in per],
+                  "mean_attempts": [f["attempts"] / f["jobs"] for f in per],
+                  "goodput": [f["useful"] / f["work"] if f["work"] > 0 else float("nan") for f in per]}
+        out = {"aborted_share": sum(f["aborted"] for f in per) / jobs,
+               "mean_attempts": sum(f["attempts"] for f in per) / jobs,
+               "goodput": sum(f["useful"] for f in per) / max(sum(f["work"] for f in per), 1e-300),
+               "aborted_jobs": int(sum(f["aborted"] for f in per)), "failure_jobs": int(jobs),
+               "failure_ci": {"level": level, "method": "t interval over replications (every job, no warm-up)"}}
+        for name, v in values.items():
+            out["failure_ci"][name] = t_interval(v, level) if len(v) >= 2 else None
+        out["measured_jobs"] = "completed jobs only (aborted jobs are in aborted_share)"
         return out
 
     def provenance(self) -> dict:
@@ -401,6 +425,12 @@ class SimulationResult:
                 "the limit to tell (a saturated run, or a longer one, decides)")
         if stats[0].extra.get("classes"):
             out["classes"] = self._class_summary(level)
+        if stats[0].extra.get("failures"):
+            out.update(self._failure_summary(level))
+            per = [s.extra["failures"] for s in stats]
+            done = sum(f["completed_work"] for f in per)
+            if done > 0:                                 # the measured jobs are the completed ones: add the rest
+                out["utilization"] *= sum(f["work"] for f in per) / done
         total_jobs = sum(s.total_jobs for s in stats)
         kernel = sum(s.kernel_seconds for s in stats)
         out["seconds"] = self.seconds

@@ -67,6 +67,16 @@ class SparkBenchConfig:
     independent tasks; both are drawn per job from a stream of their own
     (``SeedSequence([seed, 1])``), so the arrival times are those of a
     single-k run with the same seed. Each job's k and kind are recorded.
+
+    Failures (EXTENSIONS.md section 5): with ``failure_rate`` gamma (per
+    second of a running task) each task attempt draws a failure clock
+    Exp(gamma) from a seed of its own (job, partition, task attempt id); if it
+    rings before the task's sleep ends, the task raises there. A retry sleeps
+    the same time (identical work: a rerun partition). ``stage`` is
+    ``"result"`` (``rdd.barrier().mapPartitions(f).collect()``: Spark aborts
+    the job at the first failure) or ``"shuffle-map"`` (the barrier stage's
+    output is shuffled into a ResultStage, as xgboost PR #9423 does, so
+    Spark resubmits the failed stage, at most 4 attempts in all).
     """
 
     executors: int = 4
@@ -86,6 +96,8 @@ class SparkBenchConfig:
     executor_memory_mb: int = 512
     time_limit: float = 600.0
     registration_timeout: float = 120.0
+    failure_rate: float | None = None
+    stage: str = "result"
 
     def __post_init__(self):
         s = check_int("executors", self.executors, low=1)
@@ -125,6 +137,14 @@ class SparkBenchConfig:
         check_int("executor_memory_mb", self.executor_memory_mb, low=256)
         check_positive("time_limit", self.time_limit, "(seconds)")
         check_positive("registration_timeout", self.registration_timeout, "(seconds)")
+        if self.stage not in STAGES:
+            raise ParameterError(f"stage must be one of {', '.join(repr(x) for x in STAGES)} (got {self.stage!r})")
+        if self.failure_rate is not None:
+            check_positive("failure_rate", self.failure_rate, "(failures per second of a running task)")
+            if self.phases > 1 or self.sync_points or self.barrier_fraction < 1:
+                raise ParameterError("failure_rate needs barrier jobs of one phase (got phases = "
+                                     f"{self.phases}, sync_points = {self.sync_points}, barrier_fraction = "
+                                     f"{self.barrier_fraction:g}): the model restarts whole barrier stages")
         if self.master is not None and not re.match(r"^(spark://.+|local-cluster\[\d+,\d+,\d+\])$",
                                                     self.master):
             raise ParameterError("master must be 'spark://host:port' or 'local-cluster[N,1,MB]' "
@@ -138,6 +158,11 @@ class SparkBenchConfig:
     def system(self) -> BarrierSystem:
         """The model of this run: 1-barrier, Exp(1/task_mean) sleeps, phases with Spark's barrier()."""
         extra = {"phases": self.phases, "sync": "spark"} if self.phases > 1 else {}
+        if self.failure_rate is not None:
+            from .failures import SPARK_ATTEMPTS, SPARK_RESUBMIT_DELAY
+
+            extra = {"failure_rate": self.failure_rate, "retry_work": "identical",
+                     "max_attempts": SPARK_ATTEMPTS[self.stage], "resubmit_delay": SPARK_RESUBMIT_DELAY}
         k = {"tasks": self.tasks} if self.tasks_pmf is None else {"tasks_pmf": self.tasks_pmf}
         # arrival_rate is None for a saturated run
         return BarrierSystem(servers=self.executors, arrival_rate=self.arrival_rate, task_rate=1.0 / self.mean_task,
@@ -161,6 +186,10 @@ class SparkBenchConfig:
 
 #: seconds between submissions of a saturated run
 SATURATED_GAP = 0.01
+#: where the barrier stage sits: the job's ResultStage, or a ShuffleMapStage before a small ResultStage
+STAGES = ("result", "shuffle-map")
+#: Spark settings the harness sets explicitly for failures (recorded in each run's metadata)
+FAILURE_SETTINGS = {"spark.stage.maxConsecutiveAttempts": "4", "spark.task.maxFailures": "4"}
 
 
 def _spark_home(run_dir: Path) -> Path:
@@ -177,8 +206,9 @@ def _spark_home(run_dir: Path) -> Path:
     return home
 
 
-def _task(job: int, seed: int, mean: float, sync_points: int, phases: int = 1):
-    """The barrier task: seeded exponential sleeps, with barrier() between phases (or splitting one sleep)."""
+def _task(job: int, seed: int, mean: float, sync_points: int, phases: int = 1, failure_rate: float | None = None):
+    """The barrier task: seeded exponential sleeps, with barrier() between phases (or splitting one sleep);
+    with ``failure_rate``, a failure clock per attempt that raises when it rings before the sleep ends."""
     def work(_):
         import random
         import time as _time
@@ -194,6 +224,12 @@ def _task(job: int, seed: int, mean: float, sync_points: int, phases: int = 1):
             total = rng.expovariate(1.0 / mean)
             sleeps = [total / (sync_points + 1)] * (sync_points + 1)
         started = _time.time()
+        if failure_rate is not None:         # seeded by the task attempt's id, which the event log records
+            tid = ctx.taskAttemptId()
+            clock = random.Random((seed * 1_000_003 + job * 1009 + part) * 7919 + tid).expovariate(failure_rate)
+            if clock < sum(sleeps):
+                _time.sleep(clock)
+                raise RuntimeError(f"injected failure of job {job} task {part} (task id {tid}) at {clock:.6f} s")
         syncs = []
         for i, sleep in enumerate(sleeps):
             if i > 0:
@@ -303,6 +339,9 @@ def _start_session(config: SparkBenchConfig, run_dir: Path, t_begin: float):
              .config("spark.scheduler.mode", "FIFO").config("spark.speculation", "false")
              .config("spark.dynamicAllocation.enabled", "false").config("spark.locality.wait", "0")
              .config("spark.scheduler.minRegisteredResourcesRatio", "1.0"))
+    if config.failure_rate is not None:
+        for key, value in FAILURE_SETTINGS.items():
+            builder = builder.config(key, value)
     try:
         spark = builder.getOrCreate()
     except Exception as exc:            # Py4J wraps the JVM's error: keep its first line only
@@ -333,8 +372,11 @@ def _job_runner(sc, config: SparkBenchConfig, tasks, arrivals):
         try:
             stage = sc.parallelize(range(k), k)
             if barrier:
-                rows = stage.barrier().mapPartitions(_task(index, config.seed, config.mean_task, config.sync_points,
-                                                           config.phases)).collect()
+                out = stage.barrier().mapPartitions(_task(index, config.seed, config.mean_task, config.sync_points,
+                                                          config.phases, config.failure_rate))
+                if config.stage == "shuffle-map":        # a shuffle after it: the barrier stage is a ShuffleMapStage
+                    out = out.keyBy(lambda row: row[1]).partitionBy(k).values()
+                rows = out.collect()
             else:
                 rows = stage.mapPartitions(_plain_task(index, config.seed, config.mean_task)).collect()
             for _job, part, sleep, start, end, syncs, sleeps in rows:
@@ -419,6 +461,9 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
     (run_dir / "eventlog").mkdir(exist_ok=True)
     home = _spark_home(run_dir)
     meta = {"config": asdict(config), "master": config.spark_master, "task_mean": config.mean_task,
+            "spark_settings": {**({"spark.scheduler.mode": "FIFO", "spark.speculation": "false",
+                                   "spark.scheduler.revive.interval": f"{int(config.revive_interval * 1000)}ms"}),
+                               **(FAILURE_SETTINGS if config.failure_rate is not None else {})},
             "spark": pyspark.__version__, "java": java, "python": platform.python_version(),
             "machine": platform.machine(), "cores": os.cpu_count(),
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "status": "running",

@@ -246,6 +246,8 @@ def known_limit(system: BarrierSystem) -> tuple[float, str] | None:
     knee are not exact, so a simulation is not refused on them).
     """
     system = as_system(system)
+    if system.failure_rate is not None:
+        return _failure_limit(system)
     if system.overhead is not None or system.placement != "central" or system.workload is not None:
         return None
     if system.barrier_fraction == 0:
@@ -271,6 +273,19 @@ def known_limit(system: BarrierSystem) -> tuple[float, str] | None:
     return lim.lambda_max, lim.method
 
 
+def _failure_limit(system: BarrierSystem) -> tuple[float, str] | None:
+    """With failures, exact only for 2 barriers, one k, exponential tasks and different work
+    (:func:`barrier_queues.failures.two_barrier_lambda_max`); else None (the drift test and saturated runs)."""
+    from .failures import two_barrier_lambda_max
+
+    if (system.barriers != 2 or system.tasks_pmf is not None or system.workload is not None
+            or not isinstance(system.task_dist, Exponential) or system.retry_work != "different"
+            or system.restart_cost > 0):
+        return None
+    return (two_barrier_lambda_max(system.servers, system.tasks, system.task_dist.rate, system.failure_rate,
+                                   system.max_attempts), "failures: floor(s/k) / E[time a job holds its workers]")
+
+
 def estimated_limit(system: BarrierSystem) -> tuple[float, str, tuple[float, float]] | None:
     """A Monte Carlo estimate of the maximum stable arrival rate, its method and 95 % interval, or None.
 
@@ -284,7 +299,8 @@ def estimated_limit(system: BarrierSystem) -> tuple[float, str, tuple[float, flo
     """
     system = as_system(system)
     if (system.overhead is not None or system.placement != "central" or system.barrier_fraction < 1
-            or system.tasks_pmf is not None or system.workload is not None or limit_kind(system) != "monte-carlo"):
+            or system.tasks_pmf is not None or system.workload is not None or limit_kind(system) != "monte-carlo"
+            or system.failure_rate is not None):
         return None
     return _estimated_limit(system.replace(arrival_rate=None))
 

@@ -405,6 +405,7 @@ class RunPartial:
     seconds: float = 0.0
     kernel_seconds: float = 0.0
     classes: tuple | None = None            # per class: segment sums, segment histograms, tail histograms
+    failures: dict | None = None            # with failures: counts over every job (jobs, aborted, attempts, work)
 
 
 class RunAccumulator:
@@ -557,7 +558,8 @@ def finish_replications(partials: list, saturated: bool = False) -> list[Replica
             jobs=jobs, warmup=int(min(warmup, p.seen)), warmup_rule=rule, warmup_at_limit=bool(at_limit), sums=sums,
             span=float(p.last_arrival - p.arrival_at[g]), start_span=float(p.last_start - p.start_at[g]),
             histograms=hist, block_means=block_means, block_jobs=p.block, total_jobs=p.seen, seconds=p.seconds,
-            kernel_seconds=p.kernel_seconds, extra={"classes": _class_stats(p, g)} if p.classes else {}))
+            kernel_seconds=p.kernel_seconds, extra={**({"classes": _class_stats(p, g)} if p.classes else {}),
+                                                    **({"failures": p.failures} if p.failures else {})}))
     return out
 
 

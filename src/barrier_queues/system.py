@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import rules, schedulers
+from . import failures, rules, schedulers
 from ._validation import (
     TIME_SCALE,
     ParameterError,
@@ -177,6 +177,24 @@ class BarrierSystem:
     workload: object = field(default=None, metadata=_opt(
         "job classes from a JSON or TOML file (or MJQM's TOML): shares, k, barrier or not, task law, shared time "
         "(instead of --tasks/--tasks-pmf)", "workload", flag="--workload"))
+    # failures (EXTENSIONS.md section 5): validated in barrier_queues.failures
+    failure_rate: float | None = field(default=None, metadata=_opt(
+        "rate gamma at which each running task fails (default: no failures); a failure ends the job's attempt",
+        "float", 0, open_low=True))
+    max_attempts: int | None = field(default=None, metadata=_opt(
+        "attempts per job before it is aborted, A >= 1 (default unlimited; Spark: 1 for a ResultStage, 4 for a "
+        "ShuffleMapStage)", "int", 1))
+    resubmit_delay: float | None = field(default=None, metadata=_opt(
+        "time D >= 0 from a failed attempt until the job waits again (default 0; Spark 0.2 s)", "float", 0))
+    retry_work: str | None = field(default=None, metadata=_opt(
+        "work of a retry: different (fresh task times, default) or identical (the same work)", "choice",
+        choices=("different", "identical")))
+    checkpoint_interval: float | None = field(default=None, metadata=_opt(
+        "work tau > 0 between checkpoints (with --retry-work identical; default none)", "float", 0, open_low=True))
+    checkpoint_cost: float | None = field(default=None, metadata=_opt(
+        "time delta >= 0 a checkpoint takes (default 0)", "float", 0))
+    restart_cost: float | None = field(default=None, metadata=_opt(
+        "time R >= 0 a retry spends restarting before it resumes (default 0)", "float", 0))
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -191,6 +209,7 @@ class BarrierSystem:
         rules.validate(self, set_, "release")           # each rule's parameters and checks: barrier_queues.rules
         set_("placement", check_choice("placement", self.placement, schedulers.names()))
         set_("scheduling", check_choice("scheduling", self.scheduling, schedulers.disciplines()))
+        failures.validate(self, set_)                   # failure_rate and what a failure does: barrier_queues.failures
         schedulers.validate(self, set_)                 # each scheduler's fields and checks: its room
         self._validate_phases(set_)
 
@@ -419,6 +438,10 @@ class BarrierSystem:
             reset("sync_poll")
         if "overhead" in c and c["overhead"] is None:
             reset("revive_interval")
+        if "failure_rate" in c and c["failure_rate"] is None:
+            reset(*failures.FIELDS[1:])
+        if "retry_work" in c and c["retry_work"] != "identical":
+            reset("checkpoint_interval", "checkpoint_cost")
         return replace(self, **c)
 
     def describe(self) -> dict:
@@ -455,6 +478,9 @@ class BarrierSystem:
             parts.append(f"{self.scheduling} scheduling")
         if self.overhead:
             parts.append(f"{self.overhead} overhead")
+        if self.failure_rate is not None:
+            parts.append(f"failure rate {self.failure_rate:g}"
+                         + (f", at most {self.max_attempts} attempts" if self.max_attempts else ""))
         parts.append(f"{self.task_dist.describe()['law']} tasks")
         return ", ".join(parts)
 

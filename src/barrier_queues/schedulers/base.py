@@ -49,6 +49,9 @@ class Scheduler:
         (e.g. the probed workers), drawn from the replication's child stream.
     guard : callable
         ``guard(system, jobs, saturated)``: size guards before any work.
+    failures : bool
+        It simulates failures (``BarrierSystem.failure_rate``): a system with failures runs in the first
+        such room of its placement that has its discipline.
     """
 
     name: str
@@ -64,6 +67,7 @@ class Scheduler:
     guard: Callable = _nothing
     kernel_include: str = ""
     options: dict = field(default_factory=dict)
+    failures: bool = False
 
 
 SCHEDULERS: dict[str, Scheduler] = {}
@@ -93,9 +97,10 @@ def disciplines(placement: str | None = None) -> tuple[str, ...]:
 
 
 def of(system) -> Scheduler:
-    """The room that runs a system: its placement and its scheduling discipline."""
+    """The room that runs a system: its placement and its scheduling discipline (and failures, if any)."""
+    fail = getattr(system, "failure_rate", None) is not None
     for s in SCHEDULERS.values():
-        if s.placement == system.placement and system.scheduling in s.disciplines:
+        if s.placement == system.placement and system.scheduling in s.disciplines and (s.failures or not fail):
             return s
     raise ParameterError(f"scheduling must be one of {', '.join(repr(d) for d in disciplines(system.placement))} "
                          f"with placement = {system.placement!r} (got {system.scheduling!r})")

@@ -9,9 +9,10 @@ cdef enum:
     C_SERVER_FILLING = 3
     C_WAITING = 1
     C_STARTED = 2
+    C_RETRY = 3
 
 FCFS, FIRST_FIT, BACKFILL, SERVER_FILLING = C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING
-WAITING, STARTED = C_WAITING, C_STARTED
+WAITING, STARTED, RETRY = C_WAITING, C_STARTED, C_RETRY
 
 
 cdef struct Wait:
@@ -56,6 +57,15 @@ cdef struct Wait:
     int64_t* trace_worker
     double* trace_start
     double* trace_end
+    # failures (barrier_queues.failures): a job's attempts, drawn with it; times holds each attempt's holds
+    bint fail
+    const int64_t* natt
+    int64_t* attempt
+    const unsigned char* aborted
+    double delay
+    double* rt_time
+    int64_t* rt_job
+    int64_t n_rt
 
 
 cdef inline void _ifree_push(Wait* q, int64_t w) noexcept nogil:
@@ -133,13 +143,58 @@ cdef inline void _wl_unlink(Wait* q, int64_t j) noexcept nogil:
         q.ctail[c] = q.cprev[j]
 
 
+cdef void _wl_insert(Wait* q, int64_t j) noexcept nogil:
+    """Put job j back among the waiting jobs at its place in arrival order (a retry after a failure): before the
+    first waiting job with a larger index, in the list of all jobs and in its class's list."""
+    cdef int64_t c = q.cls[j]
+    cdef int64_t p = q.head
+    while p >= 0 and p < j:
+        p = q.nxt[p]
+    if p < 0:
+        _wl_link(q, j)
+        return
+    q.nxt[j] = p
+    q.prv[j] = q.prv[p]
+    if q.prv[p] >= 0:
+        q.nxt[q.prv[p]] = j
+    else:
+        q.head = j
+    q.prv[p] = j
+    p = q.chead[c]
+    while p >= 0 and p < j:
+        p = q.cnext[p]
+    q.cnext[j] = p
+    if p < 0:
+        q.cprev[j] = q.ctail[c]
+        if q.ctail[c] >= 0:
+            q.cnext[q.ctail[c]] = j
+        else:
+            q.chead[c] = j
+        q.ctail[c] = j
+        return
+    q.cprev[j] = q.cprev[p]
+    if q.cprev[p] >= 0:
+        q.cnext[q.cprev[p]] = j
+    else:
+        q.chead[c] = j
+    q.cprev[p] = j
+
+
+cdef inline int64_t _wl_off(Wait* q, int64_t j) noexcept nogil:
+    """Index of the first draw of job j's current attempt."""
+    if q.fail:
+        return q.toff[j] + q.attempt[j] * q.k[j]
+    return q.toff[j]
+
+
 cdef inline double _wl_service(Wait* q, int64_t j, const Service* sv, int64_t* completed, double* useful) noexcept nogil:
     """D of job j (relative to its start); fills q.run[:k]."""
-    return _job_service(q.times, q.toff[j], q.k[j], sv, q.run, q.scratch, completed, useful)
+    return _job_service(q.times, _wl_off(q, j), q.k[j], sv, q.run, q.scratch, completed, useful)
 
 
 cdef void _wl_start_job(Wait* q, int64_t j, double now, const Service* sv) noexcept nogil:
     cdef int64_t completed, i, w
+    cdef int64_t off = _wl_off(q, j)
     cdef double useful, work = 0.0
     cdef double d = _wl_service(q, j, sv, &completed, &useful)
     for i in range(q.k[j]):
@@ -147,9 +202,12 @@ cdef void _wl_start_job(Wait* q, int64_t j, double now, const Service* sv) noexc
         work += q.run[i]
         q.n_rel = _ev_push(q.rel_time, q.rel_worker, q.n_rel, now + (d if q.two_barrier else q.run[i]), w)
         if q.do_trace:
-            q.trace_worker[q.toff[j] + i] = w
-            q.trace_start[q.toff[j] + i] = now
-            q.trace_end[q.toff[j] + i] = now + q.run[i]
+            q.trace_worker[off + i] = w
+            q.trace_start[off + i] = now
+            q.trace_end[off + i] = now + q.run[i]
+    if q.fail:
+        _wl_attempt_ends(q, j, now, d, work)
+        return
     q.start[j] = now
     q.dep[j] = now + d
     q.work[j] = work
@@ -157,6 +215,23 @@ cdef void _wl_start_job(Wait* q, int64_t j, double now, const Service* sv) noexc
     q.completed[j] = completed
     q.status[j] = C_STARTED
     _wl_unlink(q, j)
+
+
+cdef void _wl_attempt_ends(Wait* q, int64_t j, double now, double d, double work) noexcept nogil:
+    """After an attempt of job j started at now, lasting d: the job departs (its last attempt: done, or aborted
+    if that attempt fails), or it waits again at now + d + delay (a failed attempt)."""
+    if q.attempt[j] == 0:
+        q.start[j] = now
+    q.work[j] += work
+    _wl_unlink(q, j)
+    if q.attempt[j] < q.natt[j] - 1:
+        q.n_rt = _ev_push(q.rt_time, q.rt_job, q.n_rt, now + d + q.delay, j)
+        q.attempt[j] += 1
+        q.status[j] = C_RETRY
+        return
+    q.dep[j] = now + d
+    q.completed[j] = 0 if q.aborted[j] else q.k[j]
+    q.status[j] = C_STARTED
 
 
 cdef void _wl_start_task(Wait* q, int64_t j, double now) noexcept nogil:
@@ -338,6 +413,8 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
             _wl_link(q, j)
     while True:
         rel = q.rel_time[0] if q.n_rel > 0 else INFINITY
+        if q.n_rt > 0 and q.rt_time[0] < rel:
+            rel = q.rt_time[0]                # a failed job waits again (failures): an event like a release
         arr = q.arrival[pos] if pos < nw else INFINITY
         bound = arr if pos < nw else next_first_arrival
         tick = INFINITY
@@ -345,13 +422,18 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
             while q.phase + q.tick_n * q.revive < now:
                 q.tick_n += 1.0
             tick = q.phase + q.tick_n * q.revive
-        if q.n_rel > 0 and rel <= tick and rel <= arr and (pos < nw or rel <= next_first_arrival):
+        if rel < INFINITY and rel <= tick and rel <= arr and (pos < nw or rel <= next_first_arrival):
             now = rel                         # releases first: each freed worker offers itself
             released = 0
             while q.n_rel > 0 and q.rel_time[0] == now:
                 _ifree_push(q, q.rel_worker[0])
                 q.n_rel = _ev_pop(q.rel_time, q.rel_worker, q.n_rel)
                 released += 1
+            while q.n_rt > 0 and q.rt_time[0] == now:     # then the failed jobs due now, at their places
+                j = q.rt_job[0]
+                q.n_rt = _ev_pop(q.rt_time, q.rt_job, q.n_rt)
+                q.status[j] = C_WAITING
+                _wl_insert(q, j)
             if q.event:
                 _wl_single(q, now, released, sv, discipline)
             else:
@@ -377,14 +459,18 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
                  int64_t discipline, int64_t phases, int64_t policy, int64_t stragglers, const double[::1] params,
                  bint two_barrier, double[::1] rel_time, int64_t[::1] rel_worker, int64_t[::1] heap_state,
                  int64_t[::1] free_ids, int64_t[::1] trace_worker, double[::1] trace_start, double[::1] trace_end,
-                 bint event_overhead=False, double revive=1.0, double phase=0.0, double[::1] tick_state=None):
+                 bint event_overhead=False, double revive=1.0, double phase=0.0, double[::1] tick_state=None,
+                 const int64_t[::1] natt=None, int64_t[::1] attempt=None, const unsigned char[::1] aborted=None,
+                 double delay=0.0, double[::1] rt_time=None, int64_t[::1] rt_job=None):
     """Process a window of jobs (those of earlier calls that have not all started, then a new chunk from
     ``pos``) until every event before ``next_first_arrival`` (inf: drain) is done; see the module docstring of
     :mod:`barrier_queues.schedulers.waitlist`. ``heap_state`` = (releases pending, free workers) carries the
     workers from call to call in ``rel_time``/``rel_worker`` (a heap of (time, worker)) and ``free_ids``.
     With ``event_overhead`` (Spark's offers): a release offers only the freed workers, one by one, to jobs
     that need one slot; revive ticks (``phase`` + n ``revive``; n carried in ``tick_state[0]``) and arrivals
-    make global offers."""
+    make global offers. With ``natt`` (failures): ``times`` holds every attempt's holds (``k`` per attempt from
+    ``toff``), ``attempt`` each job's current attempt, ``aborted`` whether its last attempt fails; failed jobs
+    wait in the heap ``rt_time``/``rt_job`` (``heap_state[2]`` entries) until they wait again."""
     cdef Service sv = _service(phases, policy, stragglers, params)
     cdef int64_t nw = arrival.shape[0]
     cdef int64_t nclass = creq.shape[0]
@@ -445,10 +531,20 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
     q.trace_worker = &trace_worker[0] if q.do_trace else NULL
     q.trace_start = &trace_start[0] if q.do_trace else NULL
     q.trace_end = &trace_end[0] if q.do_trace else NULL
+    q.fail = natt is not None
+    q.natt = &natt[0] if q.fail and nw else NULL
+    q.attempt = &attempt[0] if q.fail and nw else NULL
+    q.aborted = &aborted[0] if q.fail and nw else NULL
+    q.delay = delay
+    q.rt_time = &rt_time[0] if q.fail and rt_time.shape[0] else NULL
+    q.rt_job = &rt_job[0] if q.fail and rt_job.shape[0] else NULL
+    q.n_rt = heap_state[2] if q.fail else 0
     with nogil:
         _run_waitlist(&q, nw, pos, next_first_arrival, &sv, discipline)
     heap_state[0] = q.n_rel
     heap_state[1] = q.n_free
+    if q.fail:
+        heap_state[2] = q.n_rt
     if tick_state is not None:
         tick_state[0] = q.tick_n
     free(links)

@@ -24,10 +24,18 @@ releases come first. With ``F`` free workers a decision runs the discipline:
   start its jobs in decreasing k, ties in arrival order, while they fit.
 
 Free workers are taken lowest index first (a heap of free worker ids).
+
+Failures (EXTENSIONS.md section 5): each job's attempts are worked out here
+from the raw draws (its task times, one failure clock per task and attempt,
+fresh task times for ``different`` work), with plain loops. A failed attempt
+frees the job's workers at the failure instant and the job waits again,
+``D`` later, at its place in arrival order; at an instant, releases come
+first, then the failed jobs due then, then the decision.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 
@@ -58,14 +66,62 @@ class _Waitlist:
         self.handed = [0] * n
         self.served: dict = {}
         self.reservations = reservations
+        self.fail = None
+        self.retries = []
 
     def run_of(self, j):
-        """One job's service (a function of its draws: computed once)."""
+        """One job's service (a function of its draws: computed once); with failures, its current attempt."""
+        if self.fail is not None:
+            holds = self.fail_attempts[j][self.attempt[j]][0]
+            return max(holds), self.tasks[j], 0.0, holds
         if j not in self.served:
             self.served[j] = self.one_job(self.draws[j], self.tasks[j])
         return self.served[j]
 
+    def setup_failures(self, fail, times):
+        """Each job's attempts from its raw draws: a list of (holds, failed) and whether it was aborted."""
+        self.fail = fail
+        self.retries: list[tuple[float, int]] = []
+        self.attempt = [0] * len(self.tasks)
+        self.fail_attempts, self.fail_useful, self.fail_aborted = [], [], []
+        at = 0
+        for j, k in enumerate(self.tasks):
+            made = int(fail["attempts"][j])
+            clocks = [float(c) for c in fail["clocks"][at:at + made * k]]
+            fresh = [float(c) for c in fail["fresh"][at:at + made * k]]
+            attempts, useful, aborted = job_attempts(self.draws[j], clocks, fresh, k, fail)
+            if len(attempts) != made:
+                raise AssertionError(f"job {j}: {len(attempts)} attempts here, {made} in the inputs")
+            self.fail_attempts.append(attempts)
+            self.fail_useful.append(useful)
+            self.fail_aborted.append(aborted)
+            at += made * k
+
+    def start_attempt(self, j, now):
+        holds = self.fail_attempts[j][self.attempt[j]][0]
+        cut = max(holds)
+        r = self.res
+        if self.attempt[j] == 0:
+            r["start"][j] = now
+        total = 0.0
+        for busy in holds:
+            w = heapq.heappop(self.free)
+            total += busy
+            heapq.heappush(self.releases, (now + (cut if self.two_barrier else busy), w))
+        r["work"][j] += total
+        self.waiting.remove(j)
+        if self.attempt[j] < len(self.fail_attempts[j]) - 1:
+            heapq.heappush(self.retries, (now + cut + self.fail["delay"], j))
+            self.attempt[j] += 1
+            return
+        r["departure"][j] = now + cut
+        r["completed"][j] = 0 if self.fail_aborted[j] else self.tasks[j]
+        r["useful"][j] = self.fail_useful[j]
+
     def start_job(self, j, now):
+        if self.fail is not None:
+            self.start_attempt(j, now)
+            return
         cut, done, useful, occupied = self.run_of(j)
         work = 0.0
         for i, busy in enumerate(occupied):
@@ -183,10 +239,50 @@ class _Waitlist:
             slots -= 1
 
 
+def job_attempts(first, clocks, fresh, k, fail):
+    """One job's attempts: ``([(holds, failed), ...], useful work, aborted)``, attempt by attempt, task by task
+    (EXTENSIONS.md section 5; ``fail`` as in :func:`simulate_waitlist_reference`)."""
+    tau, delta, restart = fail["tau"], fail["delta"], fail["restart"]
+    cap = fail["max_attempts"]
+    work = list(first)
+    progress = [0.0] * k
+    out = []
+    a = 0
+    while True:
+        if cap is not None and a >= cap:
+            return out, 0.0, True
+        if a > 0 and not fail["identical"]:
+            work = fresh[a * k:(a + 1) * k]
+        base = restart if a > 0 else 0.0
+        need, left = [], []
+        for i in range(k):
+            w = work[i] - progress[i]
+            left.append(w)
+            need.append(base + w if tau is None else base + w + delta * math.floor(w / tau))
+        t_f = math.inf
+        for i in range(k):
+            c = clocks[a * k + i]
+            if c < need[i] and c < t_f:
+                t_f = c
+        if t_f == math.inf:
+            out.append((need, False))
+            useful = 0.0
+            for v in work:
+                useful += v
+            return out, useful, False
+        out.append(([min(x, t_f) for x in need], True))
+        if tau is not None:
+            elapsed = t_f - base
+            done = math.floor(elapsed / (tau + delta)) if elapsed > 0 else 0
+            for i in range(k):
+                progress[i] += tau * min(done, math.floor(left[i] / tau))
+        a += 1
+
+
 def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, discipline: str = "fcfs",
                                 two_barrier: bool = False, trace: bool = False, service_fn=None,
                                 reservations: list | None = None, event_overhead: bool = False,
-                                revive: float = 1.0, phase: float = 0.0, **rule):
+                                revive: float = 1.0, phase: float = 0.0, failures: dict | None = None, **rule):
     """Per-job lists ``start`` (of the job's last task), ``departure``, ``work``, ``useful``, ``completed``
     (and with ``trace`` per-draw ``worker``, ``start``, ``end`` for each job's first ``k`` draws).
     ``reservations``, if given, receives each backfill reservation ``(H, t_H)``.
@@ -198,22 +294,26 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
     one_job = service_fn or (lambda draws, k: service(draws, k, **service_args(rule)))
     q = _Waitlist(arrivals, tasks, barrier, times, servers, two_barrier, one_job, rule.get("phases", 1),
                   reservations)
+    if failures is not None:
+        q.setup_failures(failures, times)
     decide = {"fcfs": q.fcfs, "first-fit": q.first_fit, "backfill": q.backfill,
               "server-filling": q.server_filling}[discipline]
     n, i, now, tick_n = len(q.arrivals), 0, -math.inf, 0.0
-    while i < n or q.releases or (event_overhead and q.waiting):
-        rel = q.releases[0][0] if q.releases else math.inf
+    while i < n or q.releases or q.retries or (event_overhead and q.waiting):
+        rel = min(q.releases[0][0] if q.releases else math.inf, q.retries[0][0] if q.retries else math.inf)
         arr = q.arrivals[i] if i < n else math.inf
         tick = math.inf
         if event_overhead and q.waiting:
             while phase + tick_n * revive < now:
                 tick_n += 1.0
             tick = phase + tick_n * revive
-        if q.releases and rel <= tick and rel <= arr:
+        if rel < math.inf and rel <= tick and rel <= arr:
             now, released = rel, 0
             while q.releases and q.releases[0][0] == now:
                 heapq.heappush(q.free, heapq.heappop(q.releases)[1])
                 released += 1
+            while q.retries and q.retries[0][0] == now:
+                bisect.insort(q.waiting, heapq.heappop(q.retries)[1])
             if event_overhead:
                 q.single(now, released, discipline)
             else:
@@ -227,7 +327,10 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
             q.waiting.append(i)
             i += 1
             decide(now)
+    if failures is not None:
+        q.res["attempts"] = [len(a) for a in q.fail_attempts]
+        q.res["aborted"] = list(q.fail_aborted)
     return (q.res, q.tr) if trace else q.res
 
 
-__all__ = ["simulate_waitlist_reference"]
+__all__ = ["job_attempts", "simulate_waitlist_reference"]

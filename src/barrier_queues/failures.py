@@ -1,0 +1,379 @@
+"""Failures of running tasks: whole-stage restart, retries, aborts and checkpoints (EXTENSIONS.md section 5).
+
+Seed 001: "a failure of a single task of a barrier stage fails the whole
+stage". Spark 4.3.0 (SPARK.md): a failed barrier ``ShuffleMapStage`` is
+resubmitted after ``RESUBMIT_TIMEOUT`` = 0.2 s at most
+``spark.stage.maxConsecutiveAttempts`` = 4 times in all; a barrier
+``ResultStage`` is aborted at its first failure (``max_attempts = 1``).
+
+Model (``BarrierSystem(failure_rate=gamma, ...)``, barrier jobs). Each
+running task fails at rate ``gamma`` (independent exponential clocks; time
+spent restarting and checkpointing counts as running). The first failure of
+any running task of a job ends its attempt at that instant ``t_f``: its
+running tasks are killed and its workers freed (with 2 barriers all ``k`` at
+``t_f``). After ``A`` = ``max_attempts`` attempts the job is **aborted**
+(it departs at ``t_f``, counted apart); otherwise, ``D`` =
+``resubmit_delay`` later, it waits again for ``k`` free workers at its
+original place in the arrival order. A retry does ``retry_work =
+"different"`` work (fresh draws of the task law) or ``"identical"`` work
+(the same as the first attempt). With checkpoints (identical work) a task
+checkpoints after every ``tau`` = ``checkpoint_interval`` of work, which
+takes ``delta`` = ``checkpoint_cost``; a retry first spends ``R`` =
+``restart_cost``, then resumes each task from its last completed checkpoint
+(a final partial segment has no checkpoint after it).
+
+Every attempt of a barrier job starts its ``k`` tasks together and a failure
+strikes only running tasks, so the sequence of a job's attempts does not
+depend on the queue: it is drawn with the job (:func:`attempts`, vectorised
+by rounds of attempts) and the kernel only schedules it. This is also why the
+abort share, the attempts per job and the goodput need no warm-up.
+
+Exact results (each tested against simulation): :func:`attempt_moments`
+(success probability, moments of an attempt's length, exponential tasks,
+different work), :func:`execution_transform`, :func:`abort_probability`,
+:func:`mean_execution`, :func:`mg1_waiting` (one job at a time,
+Pollaczek-Khinchine), :func:`daly_wall_time` (lockstep deterministic tasks
+with checkpoints; Daly, FGCS 2006) with Young's and Daly's intervals and the
+exact best interval, and :func:`two_barrier_lambda_max`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._validation import ParameterError
+
+RETRY_WORK = ("different", "identical")
+#: Spark's resubmit delay (DAGScheduler.RESUBMIT_TIMEOUT, seconds) and attempt caps (SPARK.md)
+SPARK_RESUBMIT_DELAY = 0.2
+SPARK_ATTEMPTS = {"result": 1, "shuffle-map": 4}
+#: a job without an attempt cap may use at most this many attempts (beyond it the run is refused)
+MAX_ROUNDS = 100_000
+#: refuse uncapped systems whose mean attempts per job may exceed e^GUARD (checked before any work)
+GUARD = 20.0
+FIELDS = ("failure_rate", "max_attempts", "resubmit_delay", "retry_work", "checkpoint_interval",
+          "checkpoint_cost", "restart_cost")
+
+
+def enabled(system) -> bool:
+    return system.failure_rate is not None
+
+
+def validate(system, set_) -> None:
+    """The failure fields of a system (called once, by ``BarrierSystem``): defaults, ranges, conflicts."""
+    from ._validation import check_choice, check_int, check_positive, check_time
+
+    if system.failure_rate is None:
+        for name in FIELDS[1:]:
+            if getattr(system, name) is not None:
+                raise ParameterError(f"{name} must be None without failure_rate (got {getattr(system, name)!r}): "
+                                     "it shapes what a failure does (--failure-rate > 0 turns failures on)")
+        return
+    mean = system.mean_task
+    set_("failure_rate", check_positive("failure_rate", system.failure_rate, "(failures per running task per unit "
+                                        "time)"))
+    if not system.failure_rate * mean <= 1e6:
+        raise ParameterError(f"failure_rate must be at most 1e6 per mean task time, i.e. <= {1e6 / mean:.3g} "
+                             f"(got {system.failure_rate!r})")
+    if system.max_attempts is not None:
+        set_("max_attempts", check_int("max_attempts", system.max_attempts, low=1, high=MAX_ROUNDS,
+                                       high_name=f"{MAX_ROUNDS:,}"))
+    set_("resubmit_delay", check_time("resubmit_delay", 0.0 if system.resubmit_delay is None
+                                      else system.resubmit_delay, mean, allow_zero=True))
+    set_("retry_work", check_choice("retry_work", "different" if system.retry_work is None else system.retry_work,
+                                    RETRY_WORK))
+    set_("restart_cost", check_time("restart_cost", 0.0 if system.restart_cost is None else system.restart_cost,
+                                    mean, allow_zero=True))
+    if system.checkpoint_interval is None:
+        if system.checkpoint_cost is not None:
+            raise ParameterError(f"checkpoint_cost must be None without checkpoint_interval (got "
+                                 f"{system.checkpoint_cost!r})")
+    else:
+        set_("checkpoint_interval", check_time("checkpoint_interval", system.checkpoint_interval, mean))
+        set_("checkpoint_cost", check_time("checkpoint_cost", 0.0 if system.checkpoint_cost is None
+                                           else system.checkpoint_cost, mean, allow_zero=True))
+        if system.retry_work != "identical":
+            raise ParameterError("retry_work must be 'identical' with checkpoint_interval (got 'different'): a "
+                                 "checkpoint saves the work of the task that is retried")
+    _check_model(system)
+    _guard(system)
+
+
+def _check_model(system) -> None:
+    for name, value, ok, why in (
+            ("barrier_fraction", system.barrier_fraction, 1.0, "failures are modelled for barrier jobs (a "
+             "non-barrier task's own retries are not built yet)"),
+            ("release", system.release, "fixed", "a failure restarts every task of the job"),
+            ("phases", system.phases, 1, "a failure restarts the whole stage"),
+            ("overhead", system.overhead, None, "failures are simulated without Spark's overhead models"),
+            ("placement", system.placement, "central", "failures are simulated under the central queue")):
+        if value != ok:
+            raise ParameterError(f"{name} must be {ok!r} with failure_rate (got {value!r}): {why}")
+    if system.stragglers:
+        raise ParameterError(f"needed must equal tasks with failure_rate (got needed = {system.needed}, tasks = "
+                             f"{system.tasks}): a failure restarts every task of the job")
+    if system.workload is not None and any(c.shared for c in system.workload):
+        raise ParameterError("workload classes must not have a shared time with failure_rate: a failure clock "
+                             "runs per task")
+
+
+def _guard(system) -> None:
+    if system.max_attempts is not None:
+        return
+    span = (system.mean_task if system.checkpoint_interval is None
+            else system.restart_cost + system.checkpoint_interval + system.checkpoint_cost)
+    x = system.failure_rate * system.max_tasks * span
+    if x > GUARD:
+        what = "E[X]" if system.checkpoint_interval is None else "(R + tau + delta)"
+        raise ParameterError(f"failure_rate must keep gamma k {what} <= {GUARD:g} without max_attempts (got "
+                             f"{x:.4g}): a job could need about e^{x:.0f} attempts; give max_attempts, checkpoints "
+                             "or a lower rate")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the attempts of each job, drawn with the job
+
+
+def _fresh_times(system, tasks: np.ndarray, cls, jobs: np.ndarray, rng) -> np.ndarray:
+    """k fresh task times for each of ``jobs`` (task order), from each job's law."""
+    if system.workload is None:
+        total = int(tasks[jobs].sum())
+        return np.asarray(system.task_dist.rvs(size=total, random_state=rng), dtype=np.float64)
+    out = np.empty(int(tasks[jobs].sum()))
+    starts = np.zeros(jobs.size, dtype=np.int64)
+    np.cumsum(tasks[jobs][:-1], out=starts[1:])
+    for c, job_class in enumerate(system.workload):
+        sel = np.flatnonzero(cls[jobs] == c)
+        if sel.size:
+            k = job_class.tasks
+            out[(starts[sel][:, None] + np.arange(k)).ravel()] = np.asarray(
+                system.class_law(job_class).rvs(size=sel.size * k, random_state=rng), dtype=np.float64)
+    return out
+
+
+def attempts(system, chunk: dict, rng: np.random.Generator) -> dict:
+    """Draw the attempts of each job of ``chunk`` (from :func:`barrier_queues.inputs.draw_jobs`).
+
+    Rounds ``a = 0, 1, ...``: for every job still making attempts, ``k``
+    failure clocks Exp(gamma) (job order, task order), then with
+    ``different`` work and ``a > 0`` ``k`` fresh task times. Returns the
+    chunk's arrays plus, per job, ``attempts`` (its number of attempts),
+    ``aborted``, ``useful`` (the work of the tasks of its successful attempt,
+    0 if aborted), ``toff`` (index of its first hold) and ``holds`` (per
+    attempt and task, job-major: how long the task held its worker), and the
+    raw draws ``clocks`` and ``fresh`` in the same layout as ``holds`` (the
+    plain reference recomputes the attempts from them).
+    """
+    gamma, cap = system.failure_rate, system.max_attempts or MAX_ROUNDS
+    tau, delta = system.checkpoint_interval, system.checkpoint_cost
+    restart, identical = system.restart_cost, system.retry_work == "identical"
+    tasks, first = chunk["tasks"], chunk["times"]
+    n = tasks.size
+    natt = np.zeros(n, dtype=np.int64)
+    aborted = np.zeros(n, dtype=np.bool_)
+    useful = np.zeros(n)
+    work = first.copy()                          # each task's work (identical) or this attempt's draw
+    progress = np.zeros(first.size)              # checkpointed work
+    rounds = []                                  # (jobs, holds, clocks, fresh) per round
+    active = np.arange(n)
+    a = 0
+    while active.size:
+        if a >= cap:
+            if system.max_attempts is None:
+                raise ParameterError(f"max_attempts must be given for this system: a job needed more than "
+                                     f"{MAX_ROUNDS:,} attempts (failure_rate = {gamma:g})")
+            aborted[active] = True
+            break
+        k = tasks[active]
+        pos = (chunk["offsets"][active][:, None] + np.arange(int(k.max()))[None, :])
+        pos = pos[np.arange(pos.shape[1])[None, :] < k[:, None]]           # the active jobs' tasks, in order
+        clocks = rng.exponential(1.0 / gamma, size=pos.size)
+        fresh = None
+        if a > 0 and not identical:
+            fresh = _fresh_times(system, tasks, chunk.get("cls"), active, rng)
+            work[pos] = fresh
+        w = work[pos] - progress[pos]
+        base = restart if a > 0 else 0.0
+        need = base + w if tau is None else base + w + delta * np.floor(w / tau)
+        starts = np.zeros(active.size, dtype=np.int64)
+        np.cumsum(k[:-1], out=starts[1:])
+        t_f = np.minimum.reduceat(np.where(clocks < need, clocks, np.inf), starts)
+        failed = np.isfinite(t_f)
+        holds = np.where(np.repeat(failed, k), np.minimum(need, np.repeat(t_f, k)), need)
+        if tau is not None:
+            elapsed = np.repeat(t_f, k) - base
+            done = np.where(np.repeat(failed, k) & (elapsed > 0), np.floor(elapsed / (tau + delta)), 0.0)
+            progress[pos] += tau * np.minimum(done, np.floor(w / tau))
+        rounds.append((active, holds, clocks, fresh))
+        natt[active] += 1
+        ok = ~failed
+        for i in range(int(k[ok].max()) if ok.any() else 0):    # the successful tasks' work, summed in task order
+            has = ok & (k > i)
+            useful[active[has]] += work[pos[starts[has] + i]]
+        active = active[failed]
+        a += 1
+    return _layout(chunk, natt, aborted, useful, rounds)
+
+
+def _layout(chunk: dict, natt, aborted, useful, rounds) -> dict:
+    """Place each round's per-task arrays at ``toff[j] + a k_j + i`` (job-major)."""
+    tasks = chunk["tasks"]
+    size = natt * tasks
+    toff = np.zeros(tasks.size, dtype=np.int64)
+    np.cumsum(size[:-1], out=toff[1:])
+    total = int(size.sum())
+    holds, clocks, fresh = np.empty(total), np.empty(total), np.full(total, np.nan)
+    for a, (jobs, h, c, f) in enumerate(rounds):
+        k = tasks[jobs]
+        base = np.repeat(toff[jobs] + a * k, k)
+        within = np.arange(k.sum()) - np.repeat(np.cumsum(k) - k, k)
+        idx = base + within
+        holds[idx], clocks[idx] = h, c
+        if f is not None:
+            fresh[idx] = f
+    out = dict(chunk)
+    out.update({"attempts": natt, "aborted": aborted, "useful": useful, "toff": toff, "holds": holds,
+                "clocks": clocks, "fresh": fresh})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# exact results
+
+
+def attempt_moments(k: int, mu: float, gamma: float) -> dict:
+    """One attempt of a job of ``k`` Exp(mu) tasks with failure rate ``gamma`` per running task (different work).
+
+    With ``j`` tasks running the next event comes at rate ``j (mu + gamma)``
+    and is a failure with probability ``gamma / (mu + gamma)``, independently
+    of when it comes. Returns ``p`` (success probability ``q^k`` with ``q =
+    mu / (mu + gamma)``), and the partial moments ``E[L; success]``,
+    ``E[L^2; success]``, ``E[L; failure]``, ``E[L^2; failure]`` of the
+    attempt's length ``L``; ``mean`` = ``E[L]`` = ``sum_j q^(k-j) / (j (mu +
+    gamma))`` (EXTENSIONS.md section 5).
+    """
+    q = mu / (mu + gamma)
+    alive, m1, m2 = 1.0, 0.0, 0.0                # mass still running and its partial moments of the time so far
+    f0 = f1 = f2 = 0.0
+    for j in range(k, 0, -1):
+        r = j * (mu + gamma)
+        n1 = m1 + alive / r
+        n2 = m2 + 2.0 * m1 / r + 2.0 * alive / r ** 2
+        f0, f1, f2 = f0 + (1 - q) * alive, f1 + (1 - q) * n1, f2 + (1 - q) * n2
+        alive, m1, m2 = q * alive, q * n1, q * n2
+    return {"p": alive, "success_mean": m1, "success_m2": m2, "failure_prob": f0, "failure_mean": f1,
+            "failure_m2": f2, "mean": m1 + f1}
+
+
+def execution_transform(theta: float, k: int, mu: float, gamma: float, delay: float = 0.0) -> float:
+    """E[exp(-theta E)] of the execution E (first start to departure) of a job alone, uncapped attempts.
+
+    ``S(theta) / (1 - F(theta) e^(-theta D))`` with ``S`` and ``F`` the
+    transforms of an attempt's length restricted to success and failure:
+    products of ``q a_j`` and sums of ``(1 - q) a_j`` over the stages, ``a_j
+    = j (mu + gamma) / (j (mu + gamma) + theta)``.
+    """
+    q = mu / (mu + gamma)
+    alive, fail = 1.0, 0.0
+    for j in range(k, 0, -1):
+        a = j * (mu + gamma) / (j * (mu + gamma) + theta)
+        fail += alive * (1 - q) * a
+        alive *= q * a
+    return alive / (1.0 - fail * math.exp(-theta * delay))
+
+
+def abort_probability(p: float, max_attempts: int | None) -> float:
+    """``(1 - p)^A``: every one of ``A`` attempts fails (0 without a cap and p > 0)."""
+    return 0.0 if max_attempts is None else (1.0 - p) ** max_attempts
+
+
+def mean_execution(k: int, mu: float, gamma: float, delay: float = 0.0) -> float:
+    """``E[A1] / p + D (1/p - 1)`` (Wald; EXTENSIONS.md section 5), uncapped attempts."""
+    m = attempt_moments(k, mu, gamma)
+    return m["mean"] / m["p"] + delay * (1.0 / m["p"] - 1.0)
+
+
+def holding_moments(k: int, mu: float, gamma: float, max_attempts: int | None = None) -> tuple[float, float]:
+    """First two moments of the total time a job holds its workers (all its attempts, no delays), with an
+    optional cap: attempts are iid; with a cap ``A`` the number of failed attempts is min(G, A) for a
+    geometric G."""
+    m = attempt_moments(k, mu, gamma)
+    p = m["p"]
+    fm, fm2 = m["failure_mean"] / (1 - p), m["failure_m2"] / (1 - p)       # a failed attempt's moments
+    sm, sm2 = m["success_mean"] / p, m["success_m2"] / p
+    var_f = fm2 - fm ** 2
+    if max_attempts is None:                                # G failures ~ geometric, then a success
+        eg, eg2 = (1 - p) / p, (1 - p) * (2 - p) / p ** 2
+        first = eg * fm + sm
+        second = eg * var_f + eg2 * fm ** 2 + 2 * eg * fm * sm + sm2
+        return first, second
+    first = second = 0.0
+    for g in range(max_attempts + 1):                       # g failures, then success (g < A) or abort (g = A)
+        prob = (1 - p) ** g * (p if g < max_attempts else 1.0)
+        tail_m, tail_m2 = (sm, sm2) if g < max_attempts else (0.0, 0.0)     # g = A: aborted, no success
+        s1 = g * fm + tail_m
+        s2 = g * var_f + (g * fm) ** 2 + 2 * g * fm * tail_m + tail_m2
+        first += prob * s1
+        second += prob * s2
+    return first, second
+
+
+def mg1_waiting(arrival_rate: float, k: int, mu: float, gamma: float, max_attempts: int | None = None) -> float:
+    """Mean waiting when one job runs at a time (``s = k``, 2 barriers, ``D = 0``): Pollaczek-Khinchine
+    ``lambda E[S^2] / (2 (1 - lambda E[S]))`` with ``S`` the time a job holds the workers (:func:`holding_moments`).
+    """
+    m1, m2 = holding_moments(k, mu, gamma, max_attempts)
+    rho = arrival_rate * m1
+    if rho >= 1:
+        raise ParameterError(f"arrival_rate must be below 1 / E[S] = {1 / m1:.6g} for one job at a time "
+                             f"(got {arrival_rate!r})")
+    return arrival_rate * m2 / (2.0 * (1.0 - rho))
+
+
+def two_barrier_lambda_max(servers: int, k: int, mu: float, gamma: float, max_attempts: int | None = None) -> float:
+    """Stability limit of a 2-barrier system of one k with failures: ``floor(s / k) / E[S]``, each of the
+    ``floor(s/k)`` slots holding one job's attempts back to back (a backlog fills every resubmit delay)."""
+    return (servers // k) / holding_moments(k, mu, gamma, max_attempts)[0]
+
+
+def daly_wall_time(work: float, tau: float, delta: float, restart: float, mtbf: float) -> float:
+    """Daly (FGCS 2006): mean wall time of ``work`` (a multiple of ``tau``) in segments of ``tau`` each followed
+    by a checkpoint of ``delta``, failures at rate ``1 / mtbf`` (``mtbf`` = ``1 / (k gamma)`` for ``k`` lockstep
+    tasks), a restart of ``restart`` before each retry: ``(W / tau) M e^(R/M) (e^((tau + delta)/M) - 1)``."""
+    m = mtbf
+    return (work / tau) * m * math.exp(restart / m) * math.expm1((tau + delta) / m)
+
+
+def young_interval(delta: float, mtbf: float) -> float:
+    """Young (1974): ``sqrt(2 delta M)``."""
+    return math.sqrt(2.0 * delta * mtbf)
+
+
+def daly_interval(delta: float, mtbf: float) -> float:
+    """Daly's (2006) higher-order estimate of the best interval (``delta < 2 M``; else ``M``)."""
+    if delta >= 2.0 * mtbf:
+        return mtbf
+    x = delta / (2.0 * mtbf)
+    return math.sqrt(2.0 * delta * mtbf) * (1.0 + math.sqrt(x) / 3.0 + x / 9.0) - delta
+
+
+def best_interval(delta: float, mtbf: float, restart: float = 0.0) -> float:
+    """The ``tau`` that minimises Daly's wall time per unit of work, ``M e^(R/M) (e^((tau+delta)/M) - 1) / tau``
+    (exact, by Brent's minimiser; the work is taken as a multiple of ``tau``)."""
+    from ._solvers import brent_minimize
+
+    def cost(log_tau):
+        tau = math.exp(log_tau)
+        return math.expm1((tau + delta) / mtbf) / tau
+
+    guess = math.log(max(young_interval(delta, mtbf), 1e-12 * mtbf))
+    x, _ = brent_minimize(cost, guess - 5.0, guess + 5.0, xatol=1e-10)
+    return math.exp(x)
+
+
+__all__ = ["FIELDS", "GUARD", "MAX_ROUNDS", "RETRY_WORK", "SPARK_ATTEMPTS", "SPARK_RESUBMIT_DELAY",
+           "abort_probability", "attempt_moments", "attempts", "best_interval", "daly_interval", "daly_wall_time",
+           "enabled", "execution_transform", "holding_moments", "mean_execution", "mg1_waiting",
+           "two_barrier_lambda_max", "validate", "young_interval"]

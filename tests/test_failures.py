@@ -1,0 +1,199 @@
+"""Failures (EXTENSIONS.md section 5): kernel = plain reference per job, exact results against simulation,
+identities and refusals."""
+
+import math
+
+import numpy as np
+import pytest
+
+import barrier_queues as bq
+from barrier_queues import failures as fl
+from barrier_queues.inputs import chunk_jobs, draw_jobs
+from barrier_queues.runs import run_replication
+from barrier_queues.schedulers import central, waitlist
+from barrier_queues.schedulers.waitlist_reference import simulate_waitlist_reference
+
+S = bq.BarrierSystem
+
+SYSTEMS = {
+    "1-barrier different work": dict(servers=16, tasks=4, arrival_rate=2.0, failure_rate=0.2),
+    "2-barrier capped, delay": dict(servers=16, tasks=8, barriers=2, arrival_rate=0.8, failure_rate=0.1,
+                                    max_attempts=3, resubmit_delay=0.2),
+    "pmf, Result stage (1 attempt)": dict(servers=16, tasks_pmf={2: 0.6, 8: 0.3, 16: 0.1}, arrival_rate=0.8,
+                                          failure_rate=0.05, max_attempts=1),
+    "identical work, Erlang tasks": dict(servers=12, tasks=3, arrival_rate=2.0, failure_rate=0.3,
+                                         retry_work="identical", task_dist="erlang:shape=3,rate=3"),
+    "checkpoints and restarts": dict(servers=8, tasks=4, barriers=2, arrival_rate=0.5, failure_rate=0.2,
+                                     retry_work="identical", checkpoint_interval=0.25, checkpoint_cost=0.05,
+                                     restart_cost=0.1, resubmit_delay=0.3),
+    "2-barrier powers of two": dict(servers=16, tasks_pmf={2: 0.6, 8: 0.3, 16: 0.1}, barriers=2, arrival_rate=0.4,
+                                    failure_rate=0.1, max_attempts=4, resubmit_delay=0.2),
+}
+DISCIPLINES = ("fcfs", "first-fit", "backfill", "server-filling")
+
+
+def _inputs(system, n, seed):
+    rng = np.random.default_rng(seed)
+    chunk = draw_jobs(system, n, rng)
+    return fl.attempts(system, chunk, waitlist.failure_stream(rng))
+
+
+def _same(kernel, ref):
+    for key in ("start", "departure", "work", "useful", "completed", "attempts", "aborted"):
+        assert np.array_equal(np.asarray(kernel[key]), np.asarray(ref[key])), key
+
+
+@pytest.mark.parametrize("name", SYSTEMS)
+@pytest.mark.parametrize("discipline", DISCIPLINES)
+def test_the_kernel_with_failures_equals_its_reference_job_by_job(name, discipline):
+    try:
+        system = S(**SYSTEMS[name], scheduling=discipline)
+    except bq.ParameterError:
+        assert discipline == "server-filling"
+        return
+    inputs = _inputs(system, 2000, seed=7)
+    assert inputs["attempts"].max() > 1 or system.max_attempts == 1
+    assert inputs["aborted"].any() or system.max_attempts is None
+    _same(waitlist.run_inputs(system, inputs), waitlist.reference(system, inputs))
+
+
+@pytest.mark.parametrize("discipline", ("fcfs", "first-fit"))
+def test_across_chunk_boundaries_with_failures(discipline):
+    """Chunks of 1,024 jobs; failed jobs wait across chunk boundaries (their heap entries move with the window)."""
+    system = S(servers=64, tasks_pmf={1: 0.6, 64: 0.4}, phases=1, arrival_rate=0.5, failure_rate=0.01,
+               max_attempts=4, resubmit_delay=0.5, scheduling=discipline, task_dist="exponential:rate=2")
+    size = chunk_jobs(system)
+    jobs = 3 * size + 100
+    rep = run_replication(system, jobs, np.random.default_rng(5), keep_jobs=True, warmup=0)
+    rng, parts, done, start = np.random.default_rng(5), [], 0, 0.0
+    frng = waitlist.failure_stream(rng)
+    while done < jobs:
+        part = fl.attempts(system, draw_jobs(system, min(size, jobs - done), rng, start_time=start), frng)
+        parts.append(part)
+        done += part["arrival"].size
+        start = part["arrival"][-1]
+    cat = {key: np.concatenate([p[key] for p in parts]) for key in ("arrival", "tasks", "barrier", "times",
+                                                                     "clocks", "fresh", "attempts")}
+    fail = {"clocks": cat["clocks"], "fresh": cat["fresh"], "attempts": cat["attempts"], "max_attempts": 4,
+            "delay": 0.5, "identical": False, "tau": None, "delta": None, "restart": 0.0}
+    ref = simulate_waitlist_reference(cat["arrival"], cat["tasks"], cat["barrier"], cat["times"], 64, discipline,
+                                      failures=fail, release="fixed")
+    assert rep.jobs["attempts"].max() > 1
+    _same(rep.jobs, ref)
+
+
+def test_without_a_failure_the_failure_path_is_the_papers_fifo_bit_for_bit():
+    """A failure rate too small to strike: the waiting list with attempts gives the central FIFO kernel's jobs."""
+    base = S(servers=16, tasks_pmf={2: 0.5, 8: 0.5}, arrival_rate=1.0)
+    tiny = base.replace(failure_rate=1e-12)
+    inputs = _inputs(tiny, 3000, seed=3)
+    assert (inputs["attempts"] == 1).all()
+    out = waitlist.run_inputs(tiny, inputs)
+    plain = central.run_inputs(base, inputs)
+    for key in ("start", "departure", "work"):
+        assert np.array_equal(out[key], plain[key]), key
+
+
+def test_attempt_moments_closed_forms():
+    k, mu, gamma = 5, 1.0, 0.3
+    m = fl.attempt_moments(k, mu, gamma)
+    q = mu / (mu + gamma)
+    assert m["p"] == pytest.approx(q ** k, rel=1e-14)
+    assert m["mean"] == pytest.approx(sum(q ** (k - j) / (j * (mu + gamma)) for j in range(1, k + 1)), rel=1e-14)
+    assert m["p"] + m["failure_prob"] == pytest.approx(1.0, rel=1e-14)
+    # the transform's slope at 0 is minus the mean execution (identity), checked by a central difference
+    h = 1e-5
+    slope = (fl.execution_transform(h, k, mu, gamma, 0.4) - fl.execution_transform(-h, k, mu, gamma, 0.4)) / (2 * h)
+    assert -slope == pytest.approx(fl.mean_execution(k, mu, gamma, 0.4), rel=1e-6)
+    assert fl.execution_transform(0.0, k, mu, gamma) == pytest.approx(1.0, rel=1e-14)
+
+
+def _one_job_at_a_time(k=4, gamma=0.25, delay=0.0, cap=None, rate=0.1, **kw):
+    return S(servers=k, tasks=k, barriers=2, arrival_rate=rate, failure_rate=gamma, resubmit_delay=delay,
+             max_attempts=cap, **kw)
+
+
+def test_mean_execution_attempts_and_aborts_against_simulation():
+    """A job alone (arrivals so rare that no other job takes its workers during a resubmit delay)."""
+    k, gamma, delay = 4, 0.25, 0.5
+    m = fl.attempt_moments(k, 1.0, gamma)
+    res = bq.simulate(_one_job_at_a_time(k, gamma, delay, rate=0.001), jobs=40_000, replications=8, seed=31)
+    s = res.summary()
+    lo, hi = s["ci"]["execution"]
+    assert lo <= fl.mean_execution(k, 1.0, gamma, delay) <= hi
+    lo, hi = s["failure_ci"]["mean_attempts"]
+    assert lo <= 1 / m["p"] <= hi
+    assert s["aborted_share"] == 0
+    capped = bq.simulate(_one_job_at_a_time(k, gamma, 0.0, cap=2), jobs=40_000, replications=8, seed=32).summary()
+    lo, hi = capped["failure_ci"]["aborted_share"]
+    assert lo <= fl.abort_probability(m["p"], 2) <= hi
+    lo, hi = capped["failure_ci"]["mean_attempts"]
+    assert lo <= 1 + (1 - m["p"]) <= hi                  # min(G + 1, 2): 1 + P(first attempt fails)
+
+
+@pytest.mark.parametrize("cap", [None, 3])
+def test_one_job_at_a_time_is_an_m_g_1_queue(cap):
+    """s = k, 2 barriers, D = 0: Pollaczek-Khinchine with the service law of all of a job's attempts."""
+    k, gamma = 4, 0.25
+    first, _ = fl.holding_moments(k, 1.0, gamma, cap)
+    rate = 0.5 / first
+    res = bq.simulate(_one_job_at_a_time(k, gamma, 0.0, cap=cap, rate=rate), jobs=100_000, replications=10, seed=33)
+    lo, hi = res.summary()["ci"]["waiting"]
+    assert lo <= fl.mg1_waiting(rate, k, 1.0, gamma, cap) <= hi
+
+
+def test_dalys_wall_time_for_lockstep_deterministic_tasks_with_checkpoints():
+    k, gamma, work, tau, delta, restart = 4, 0.05, 6.0, 1.5, 0.2, 0.3
+    system = S(servers=k, tasks=k, barriers=2, arrival_rate=0.01, failure_rate=gamma, retry_work="identical",
+               checkpoint_interval=tau, checkpoint_cost=delta, restart_cost=restart,
+               task_dist=f"deterministic:value={work}")
+    res = bq.simulate(system, jobs=20_000, replications=8, seed=34)
+    lo, hi = res.summary()["ci"]["execution"]
+    exact = fl.daly_wall_time(work, tau, delta, restart, 1 / (k * gamma))
+    assert lo <= exact <= hi, (lo, exact, hi)
+
+
+def test_best_checkpoint_interval_beside_young_and_daly():
+    delta, mtbf = 0.1, 50.0
+    best = fl.best_interval(delta, mtbf)
+
+    def per_work(t):
+        return math.expm1((t + delta) / mtbf) / t
+
+    assert per_work(best) <= per_work(best * 1.01) and per_work(best) <= per_work(best * 0.99)
+    assert fl.young_interval(delta, mtbf) == pytest.approx(math.sqrt(2 * delta * mtbf))
+    assert abs(fl.daly_interval(delta, mtbf) / best - 1) < abs(fl.young_interval(delta, mtbf) / best - 1) < 0.05
+
+
+def test_two_barrier_limit_with_failures_against_a_saturated_run():
+    system = S(servers=8, tasks=4, barriers=2, failure_rate=0.1, max_attempts=4, resubmit_delay=0.2)
+    exact = fl.two_barrier_lambda_max(8, 4, 1.0, 0.1, 4)
+    est = bq.saturated_throughput(system, jobs=50_000, replications=8, seed=35)
+    lo, hi = est["lambda_max_ci"]
+    assert lo <= exact <= hi, (lo, exact, hi)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(max_attempts=2), "max_attempts must be None without failure_rate"),
+    (dict(failure_rate=0.1, checkpoint_interval=1.0), "retry_work must be 'identical' with checkpoint_interval"),
+    (dict(failure_rate=0.1, checkpoint_cost=1.0), "checkpoint_cost must be None without checkpoint_interval"),
+    (dict(failure_rate=0.1, barrier_fraction=0.5), "barrier_fraction must be 1.0 with failure_rate"),
+    (dict(failure_rate=0.1, release="timeout", timeout=2.0), "release must be 'fixed' with failure_rate"),
+    (dict(failure_rate=-1.0), "failure_rate must be"),
+    (dict(failure_rate=10.0), "failure_rate must keep gamma k E\\[X\\] <= 20 without max_attempts"),
+    (dict(failure_rate=0.1, retry_work="same"), "retry_work must be one of"),
+])
+def test_refusals_name_the_parameter(kwargs, message):
+    with pytest.raises(bq.ParameterError, match=message):
+        S(servers=8, tasks=4, arrival_rate=1.0, **kwargs)
+
+
+def test_aborted_jobs_are_reported_apart_and_kept():
+    system = S(servers=8, tasks=4, arrival_rate=0.5, failure_rate=0.2, max_attempts=1)
+    res = bq.simulate(system, jobs=5_000, replications=2, seed=36, keep_jobs=True)
+    frame = res.to_frame()
+    s = res.summary()
+    assert frame.aborted.any() and (frame.attempts == 1).all()
+    assert s["aborted_jobs"] == int(frame.aborted.sum())
+    assert s["jobs"] <= int((~frame.aborted).sum())
+    assert 0 < s["goodput"] < 1
