@@ -10,11 +10,18 @@ decision grows with the number of waiting jobs (first-fit looks at one head
 per job class, backfill walks the jobs behind its reservation).
 
 ``--workload FILE --rates R1,R2`` adds a workload file (ours, or one of the
-C++ peer MJQM's input files) at those arrival rates.
+C++ peer MJQM's input files) at those arrival rates. ``--mjqm BINARY --mjqm-input NAME`` runs the
+C++ peer MJQM (``simulator_toml``, built by you: it is not part of this project) on its own input file
+(in ``Inputs/`` beside the binary) at the same rates under ``fifo`` and ``back filling``, side by side
+with our ``fcfs`` and ``backfill`` on the same workload, each timed from process start to exit; MJQM
+simulates ``--mjqm-events`` events (arrivals and departures: about half as many jobs) in one repetition
+(its run completes, then it aborts computing an interval of one value: the time counts the whole run) and
+is stopped after ``--mjqm-timeout`` seconds.
 
 Usage::
 
     python benchmarks/scheduling_speed.py [--jobs 1000000] [--repeat 3] [--workload FILE --rates 368,512]
+        [--mjqm PATH/simulator_toml --mjqm-input borgA.toml --mjqm-events 2000000]
 """
 
 from __future__ import annotations
@@ -52,8 +59,15 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workload", default=None, help="a workload file (ours or MJQM's) to time as well")
     parser.add_argument("--rates", default="368,512", help="arrival rates for --workload")
+    parser.add_argument("--mjqm", default=None, help="MJQM's simulator_toml binary, to run side by side")
+    parser.add_argument("--mjqm-input", default="borgA.toml", help="its input file (in Inputs/ beside it)")
+    parser.add_argument("--mjqm-events", type=int, default=2_000_000)
+    parser.add_argument("--mjqm-timeout", type=float, default=600.0)
+    parser.add_argument("--only-workload", action="store_true", help="skip the built-in systems")
     args = parser.parse_args(argv)
-    systems = list(SYSTEMS)
+    if args.mjqm:
+        return mjqm_side_by_side(args)
+    systems = [] if args.only_workload else list(SYSTEMS)
     if args.workload:
         systems += [(f"{args.workload} at {r}/unit time", f"--workload {args.workload} --arrival-rate {r}")
                     for r in args.rates.split(",")]
@@ -76,6 +90,39 @@ def main(argv=None) -> int:
             ratio = f"{med / base:.2f}" if base else "-"
             print(f"| {name} | {d} | {med:.2f} | {last['kernel_jobs_per_second']:,.0f} | {ratio} "
                   f"| {last['mean_waiting']:.4g} |")
+    return 0
+
+
+def mjqm_side_by_side(args) -> int:
+    """MJQM and barrier-queues on one workload at each rate, FIFO and backfilling, whole process, same jobs count."""
+    import os
+    from pathlib import Path
+
+    binary = Path(args.mjqm).resolve()
+    jobs = args.mjqm_events // 2
+    print(f"| rate | rule | MJQM (s, {args.mjqm_events:,} events) | MJQM jobs/s | barrier-queues (s, {jobs:,} jobs) "
+          "| barrier-queues jobs/s | ratio |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    for rate in args.rates.split(","):
+        for ours, theirs in (("fcfs", "fifo"), ("backfill", "back filling")):
+            t0 = time.perf_counter()
+            try:
+                out = subprocess.run([str(binary), args.mjqm_input, "--arrival.rate", rate, "--policy", theirs,
+                                      "--events", str(args.mjqm_events), "--repetitions", "1"], cwd=binary.parent,
+                                     capture_output=True, text=True, timeout=args.mjqm_timeout, env=dict(os.environ))
+                peer = time.perf_counter() - t0
+                if "Repetition 0 Done" not in out.stdout:       # it aborts after the run, computing its interval
+                    raise RuntimeError(f"MJQM did not finish its run: {out.stderr[-300:]}")
+            except subprocess.TimeoutExpired:
+                peer = float("inf")
+            cmd = [sys.executable, "-m", "barrier_queues.cli", "simulate", "--workload", args.workload,
+                   "--arrival-rate", rate, "--jobs", str(jobs), "--replications", "1", "--seed", "1",
+                   "--scheduling", ours, "--allow-unstable", "--json"]
+            seconds, _ = run(cmd)
+            shown = f"> {args.mjqm_timeout:.0f}" if peer == float("inf") else f"{peer:.2f}"
+            ratio = "-" if peer == float("inf") else f"{peer / seconds:.1f}x"
+            print(f"| {rate} | {ours} | {shown} | {jobs / peer:,.0f} | {seconds:.2f} | {jobs / seconds:,.0f} "
+                  f"| {ratio} |")
     return 0
 
 

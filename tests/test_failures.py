@@ -117,7 +117,7 @@ def test_mean_execution_attempts_and_aborts_against_simulation():
     """A job alone (arrivals so rare that no other job takes its workers during a resubmit delay)."""
     k, gamma, delay = 4, 0.25, 0.5
     m = fl.attempt_moments(k, 1.0, gamma)
-    res = bq.simulate(_one_job_at_a_time(k, gamma, delay, rate=0.001), jobs=40_000, replications=8, seed=31)
+    res = bq.simulate(_one_job_at_a_time(k, gamma, delay, rate=1e-6), jobs=40_000, replications=8, seed=31)
     s = res.summary()
     lo, hi = s["ci"]["execution"]
     assert lo <= fl.mean_execution(k, 1.0, gamma, delay) <= hi
@@ -197,3 +197,33 @@ def test_aborted_jobs_are_reported_apart_and_kept():
     assert s["aborted_jobs"] == int(frame.aborted.sum())
     assert s["jobs"] <= int((~frame.aborted).sum())
     assert 0 < s["goodput"] < 1
+
+
+def test_the_command_line_reports_failures_and_refuses_bad_options():
+    import json
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "barrier_queues.cli", "simulate", "-s", "8", "-k", "4", "-b", "2",
+           "--arrival-rate", "0.3", "--failure-rate", "0.1", "--max-attempts", "2", "--resubmit-delay", "0.2",
+           "--jobs", "4000", "--replications", "2", "--seed", "1", "--json"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    doc = json.loads(out.stdout)
+    assert 0 < doc["aborted_share"] < 1 and 1 < doc["mean_attempts"] < 2 and 0 < doc["goodput"] < 1
+    assert doc["config"]["failure_rate"] == 0.1 and doc["config"]["max_attempts"] == 2
+    bad = subprocess.run(cmd[:-1] + ["--checkpoint-interval", "1", "--json"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "retry_work must be 'identical' with checkpoint_interval" in bad.stderr
+
+
+def test_plan_gang_prefers_a_middle_k():
+    """Work 8 on 8 workers, gamma 0.1, restart cost 3: a job alone takes M e^(R/M) (e^(W/(k M)) - 1) with
+    M = 1/(k gamma) (Daly, one segment): 16.5, 11.2, 10.2, 16.9 for k = 1, 2, 4, 8 (the failure probability of an
+    attempt, gamma W, does not depend on k; the restart cost weighs more as M shrinks). The planner's best k is
+    in the middle."""
+    from barrier_queues.planning import plan_gang
+
+    out = plan_gang(8, 8.0, 0.1, 0.05, restart_cost=3.0, jobs=3000, replications=3, seed=2)
+    assert [c["k"] for c in out["curve"]] == [1, 2, 4, 8]
+    sojourn = {c["k"]: c["mean_sojourn"] for c in out["curve"]}
+    assert out["best_k"] in (2, 4) and sojourn[out["best_k"]] < min(sojourn[1], sojourn[8])

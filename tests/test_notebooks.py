@@ -70,11 +70,15 @@ RERUNS = {
                  "sparrow_tasks": 2, "sat_jobs": 2000, "sim_jobs": 4000},
     "phases": {"phase_counts": [1, 2], "plan_tasks": [2], "plan_max_phases": 3, "sim_jobs": 4000},
     "scheduling": {"servers": 8, "fig5_tasks": 4, "fig5_fractions": [0.5], "small_loads": [0.2, 0.5],
-                   "stability_loads": [0.3, 0.6], "sim_jobs": 3000, "sim_replications": 3},
+                   "stability_loads": [0.3, 0.6], "sim_jobs": 3000, "sim_replications": 3, "borg_rates": [200],
+                   "borg_jobs": 3000, "borg_replications": 2},
+    "failures": {"servers": 8, "ks": [1, 4], "gammas": [0.05], "plan_work": 8.0, "sim_jobs": 2000,
+                 "sim_replications": 3},
     "claims": {},
 }
 #: notebooks that write figures and claims: reruns write into a temporary folder, never into results/
-WRITERS = {"intro", "stability", "ctmc", "bounds", "spark", "partial", "sampling", "phases", "scheduling"}
+WRITERS = {"intro", "stability", "ctmc", "bounds", "spark", "partial", "sampling", "phases", "scheduling",
+           "failures"}
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -40,7 +40,8 @@ def strip_volatile(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 #: run order: the claims page collects what the chapters wrote, so it comes last
-FIRST = ["intro", "stability", "ctmc", "bounds", "spark", "partial", "sampling", "phases", "usage"]
+FIRST = ["intro", "stability", "ctmc", "bounds", "spark", "partial", "sampling", "phases", "scheduling", "failures",
+         "usage"]
 LAST = ["claims"]
 
 #: ``--full``: the paper's scale (more jobs and replications, epsilon = 1e-3 for the bounds)
@@ -54,9 +55,12 @@ FULL = {
     "partial": {"sim_jobs": 200_000, "sim_replications": 20},
     "sampling": {"sat_jobs": 50_000, "sim_jobs": 100_000, "sim_replications": 20},
     "phases": {"sim_jobs": 200_000, "sim_replications": 20},
+    "scheduling": {"sim_jobs": 200_000, "sim_replications": 20, "borg_jobs": 1_000_000},
+    "failures": {"sim_jobs": 200_000, "sim_replications": 20},
     "usage": {"sim_jobs": 1_000_000},
 }
-WRITERS = {"intro", "stability", "ctmc", "bounds", "spark", "partial", "sampling", "phases", "claims"}
+WRITERS = {"intro", "stability", "ctmc", "bounds", "spark", "partial", "sampling", "phases", "scheduling", "failures",
+           "claims"}
 
 
 def ordered(names: list[str]) -> list[str]:

@@ -17,7 +17,10 @@ Usage::
 * if the run completed and the machine served it honestly
   (``metadata.json: serving.honest``), archive it to ``dest``; otherwise keep
   it under ``WORK`` and repeat it (at most ``--tries`` times): a run judged not
-  honest is repeated, not used.
+  honest is repeated, not used. A plan item with ``"keep_not_honest": true``
+  is archived even when the serving check fails (its verdict stays in its
+  metadata and must be reported with it): for runs whose question does not
+  depend on timing, e.g. which attempts Spark makes after injected failures.
 
 Progress lines go to stdout and ``WORK/campaign.log``. Never run the test suite
 or a benchmark beside a campaign: the serving check would (rightly) reject the
@@ -88,6 +91,13 @@ def main(argv=None) -> int:
 
                 archive_run(out, dest)
                 log(work, f"{name}: archived to {dest}")
+                break
+            if rc == 0 and meta.get("status") == "complete" and item.get("keep_not_honest"):
+                from barrier_queues.spark_bench import archive_run
+
+                archive_run(out, dest)
+                log(work, f"{name}: judged not honest {serving.get('problems')}, kept as the plan asks; archived to "
+                          f"{dest}")
                 break
             if rc == 0 and meta.get("status") == "time limit" and honest and item.get("keep_time_limit"):
                 from barrier_queues.spark_bench import archive_run

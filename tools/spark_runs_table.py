@@ -5,6 +5,7 @@ Usage::
     python tools/spark_runs_table.py data/spark            # runs with Poisson arrivals (and barrier() runs)
     python tools/spark_runs_table.py data/spark-saturated  # saturated runs: Spark's stability limit
     python tools/spark_runs_table.py data/spark-mixed      # mixed workloads: several k, barrier and plain jobs
+    python tools/spark_runs_table.py data/spark-failures   # injected failures: attempts, aborts, gaps
 
 Every number comes from the run folders through :mod:`barrier_queues.spark_analysis`
 (the same functions as the Spark chapter), so the README's tables can be
@@ -14,6 +15,7 @@ regenerated rather than copied by hand. Reads only; writes nothing.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -92,22 +94,49 @@ def mixed_table(runs: list) -> list[str]:
     return lines
 
 
+def failures_table(paths: list) -> list[str]:
+    from barrier_queues import spark_failures as sf
+
+    head = ("| run | stage | failure rate (1/s) | seed | jobs | aborted (Spark / model) | mean attempts (Spark / "
+            "model) | jobs as the model says | resubmissions | partial reruns | gap to the next attempt, median (s) "
+            "| kill lag, median (s) | run time (s) | served honestly | size (KB) |")
+    lines = [head, "|---|---|" + "---:|" * 12 + "---:|"]
+    for p in paths:
+        f = sf.failure_summary(p)
+        meta = json.loads((p / "metadata.json").read_text())
+        serving = meta.get("serving") or {}
+        lines.append(
+            f"| `{p.name}` | {f['stage']} | {f['failure_rate']:g} | {meta['config']['seed']} | {f['jobs']} "
+            f"| {f['aborted_share']:.2f} / {f['predicted_aborted_share']:.2f} | {f['mean_attempts']:.2f} / "
+            f"{f['predicted_mean_attempts']:.2f} | {f['jobs_as_predicted']} | {f['resubmissions']} "
+            f"| {f['partial_reruns']} "
+            f"| {f['gap_median']:.2f} | {f['kill_lag_median']:.2f} | {round(meta['total_seconds'])} "
+            f"| {'yes' if serving.get('honest') else 'no'} | {_size_kb(p)} |")
+    return lines
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", help="a folder of run folders (each with metadata.json)")
     args = parser.parse_args(argv)
-    runs = [sa.load_run(p) for p in sa.discover_runs(args.folder)]
+    paths = sa.discover_runs(args.folder)
+    if paths and all(json.loads((p / "metadata.json").read_text())["config"].get("failure_rate")
+                     for p in paths):
+        print("\n".join(failures_table(paths)))
+        return 0
+    runs = [sa.load_run(p) for p in paths]
     if not runs:
         print(f"{args.folder}: no run folders (with metadata.json) found", file=sys.stderr)
         return 2
+    mixed = [r for r in runs if sa.is_mixed(r)]
+    runs = [r for r in runs if not sa.is_mixed(r)]
     saturated = [r for r in runs if r.saturated]
     if saturated and len(saturated) != len(runs):
         print(f"{args.folder}: mixes saturated and Poisson runs; give one kind per folder", file=sys.stderr)
         return 2
-    if any(sa.is_mixed(r) for r in runs):
-        print("\n".join(mixed_table(runs)))
-        return 0
-    print("\n".join(saturated_table(runs) if saturated else poisson_table(runs)))
+    tables = ([saturated_table(runs) if saturated else poisson_table(runs)] if runs else []) + \
+        ([mixed_table(mixed)] if mixed else [])
+    print("\n\n".join("\n".join(t) for t in tables))      # one table per kind of run
     return 0
 
 

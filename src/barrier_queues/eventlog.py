@@ -258,7 +258,8 @@ def _task_table(log: dict, sec) -> tuple[pd.DataFrame, dict]:
         fetch = (finish - getting) if info.get("Getting Result Time") else 0.0
         rows.append({"job_id": stage_job[sid], "stage_id": sid,
                      "stage_attempt": e.get("Stage Attempt ID", 0), "task_id": tid,
-                     "index": info.get("Index"), "attempt": attempt, "executor": str(info["Executor ID"]),
+                     "index": info.get("Index"), "partition": info.get("Partition ID", info.get("Index")),
+                     "attempt": attempt, "executor": str(info["Executor ID"]),
                      "host": info.get("Host"), "launch": launch, "finish": finish,
                      "getting_result": getting, "failed": bool(info.get("Failed", False)),
                      "killed": bool(info.get("Killed", False)),

@@ -297,4 +297,48 @@ def random_point_check(n: int = 50, seed=20251214, jobs: int = 100_000, replicat
     return pd.DataFrame(rows)
 
 
-__all__ = ["PLAN_ALL_K", "bounds_versus_simulation", "plan", "random_point_check", "random_points"]
+def plan_gang(servers: int, work: float, failure_rate: float, arrival_rate: float, ks=None,
+              checkpoint_interval: float | None = None, checkpoint_cost: float = 0.0, restart_cost: float = 0.0,
+              max_attempts: int | None = None, resubmit_delay: float = 0.0, jobs: int = 20_000,
+              replications: int = 8, seed=0) -> dict:
+    """The best k for a training gang under failures (EXTENSIONS.md section 5), by simulation.
+
+    A job of ``work`` (time units of one worker) is split over ``k`` tasks of
+    ``work / k`` each (deterministic, lockstep: one barrier stage, 2
+    barriers), arriving at ``arrival_rate``; each running task fails at
+    ``failure_rate``; retries redo identical work from the last checkpoint.
+    Without checkpoints an attempt fails with probability ``1 - exp(-gamma work)`` whatever
+    ``k`` (``k`` clocks for ``work / k`` each), so what sets the best ``k``
+    is the restart cost (failures come ``k`` times as often per unit of
+    time, and each costs ``restart_cost``), the checkpoints' cost and the
+    wait for ``k`` free workers. Every ``k`` (default: the divisors of
+    ``servers``) is simulated on the same arrivals (common random numbers);
+    a ``k`` whose 2-barrier system is unstable under the drift test, or that
+    aborts jobs, is reported so. Returns ``{"curve": [...], "best_k": k or
+    None}``: per ``k`` the mean sojourn of completed jobs with its interval,
+    mean attempts, aborted share, goodput and stability.
+    """
+    s = check_int("servers", servers, low=1)
+    work = check_positive("work", work, "(time units of one worker)")
+    ks = [k for k in range(1, s + 1) if s % k == 0] if ks is None else [check_int("ks value", k, low=1, high=s)
+                                                                       for k in ks]
+    curve = []
+    for k in ks:
+        system = BarrierSystem(servers=s, tasks=k, barriers=2, arrival_rate=arrival_rate,
+                               task_dist=f"deterministic:value={work / k!r}", failure_rate=failure_rate,
+                               retry_work="identical", checkpoint_interval=checkpoint_interval,
+                               checkpoint_cost=None if checkpoint_interval is None else checkpoint_cost,
+                               restart_cost=restart_cost, max_attempts=max_attempts,
+                               resubmit_delay=resubmit_delay)
+        summary = simulate(system, jobs=jobs, replications=replications, seed=seed, allow_unstable=True,
+                           progress=False).summary()
+        curve.append({"k": k, "mean_sojourn": summary["mean_sojourn"], "ci": summary["ci"]["sojourn"],
+                      "mean_execution": summary["mean_execution"], "mean_waiting": summary["mean_waiting"],
+                      "mean_attempts": summary["mean_attempts"], "aborted_share": summary["aborted_share"],
+                      "goodput": summary["goodput"], "stable": summary["stable"]})
+    usable = [c for c in curve if c["stable"] and c["aborted_share"] == 0]
+    best = min(usable, key=lambda c: c["mean_sojourn"])["k"] if usable else None
+    return {"curve": curve, "best_k": best}
+
+
+__all__ = ["PLAN_ALL_K", "bounds_versus_simulation", "plan", "plan_gang", "random_point_check", "random_points"]

@@ -190,7 +190,9 @@ def load_run(path) -> SparkRun:
     jobs["execution"] = jobs.completion - jobs.first_launch
     jobs["sojourn"] = jobs.completion - jobs.arrival
     if "harness_tasks" in joined:                       # a mixed workload: each job's k and kind, as Spark ran it
-        jobs["tasks"] = joined.tasks.astype(int)
+        first = log.tasks[log.tasks.stage_id == log.tasks.groupby("job_id").stage_id.transform("min")]
+        k_of = first.groupby("job_id")["index"].nunique()  # a job's k: its first stage's partitions (retries and a
+        jobs["tasks"] = joined.job_id.map(k_of).fillna(0).astype(int)   # following shuffle stage not counted)
         jobs["barrier"] = joined.barrier.astype(bool)
         wrong = (jobs.tasks != joined.harness_tasks.astype(int)) | (jobs.barrier != joined.harness_barrier.astype(bool))
         if wrong.any():
@@ -200,10 +202,16 @@ def load_run(path) -> SparkRun:
 
     tasks = log.tasks[log.tasks.job_id.isin(jobs.job_id)].merge(
         jobs[["job_id", "tag"]], on="job_id")
-    tasks = tasks.merge(htasks[["tag", "partition", "sleep", "start", "end"]],
-                        left_on=["tag", "index"], right_on=["tag", "partition"], how="left")
+    tasks = tasks.merge(htasks[["tag", "partition", "sleep", "start", "end"]].rename(columns={"partition": "part"}),
+                        left_on=["tag", "partition"], right_on=["tag", "part"], how="left")
+    # the harness records each task of the last attempt of a job's first stage: other task attempts (failed,
+    # killed, of an earlier stage attempt, or of a shuffle stage after it) get no harness times
+    in_first = tasks.stage_id == tasks.groupby("job_id").stage_id.transform("min")
+    last = tasks.job_id.map(tasks[in_first].groupby("job_id").stage_attempt.max())
+    other = tasks.failed | tasks.killed | ~in_first | (tasks.stage_attempt != last)
+    tasks.loc[other.to_numpy(), ["sleep", "start", "end"]] = np.nan
     tasks["startup"] = tasks.start - tasks.launch
-    return SparkRun(folder, meta, jobs, tasks.drop(columns="partition"), htasks, log)
+    return SparkRun(folder, meta, jobs, tasks.drop(columns="part"), htasks, log)
 
 
 def python_startup(run: SparkRun) -> pd.Series:

@@ -32,11 +32,12 @@ from .failures import SPARK_ATTEMPTS, SPARK_RESUBMIT_DELAY
 def harness_draws(config: dict, job: int, k: int, task_ids: list) -> tuple[list, list]:
     """The sleeps (one per task) and failure clocks (per attempt and task, attempt-major) the harness drew for a
     job, whose attempts ran as the task ids ``task_ids[a][part]`` (from the event log): the seeds of
-    ``spark_bench._task``."""
+    ``spark_bench._task``. A task the log does not show (an abort can end a stage before every task of its last
+    attempt reports) gets a clock that never rings: its attempt fails only through the tasks shown."""
     seed, mean, rate = int(config["seed"]), float(config["task_mean"]), float(config["failure_rate"])
     sleeps = [random.Random(seed * 1_000_003 + job * 1009 + part).expovariate(1.0 / mean) for part in range(k)]
     clocks = [random.Random((seed * 1_000_003 + job * 1009 + part) * 7919 + int(ids[part])).expovariate(rate)
-              for ids in task_ids for part in range(k)]
+              if part in ids else float("inf") for ids in task_ids for part in range(k)]
     return sleeps, clocks
 
 
@@ -80,7 +81,10 @@ def failure_jobs(path) -> pd.DataFrame:
     Columns: ``tag``, ``job`` (harness index), ``k``, ``arrival`` (harness
     submission, s from the log's origin), ``attempts`` and ``aborted`` (from
     the event log), ``predicted_attempts`` and ``predicted_aborted`` (the
-    model on the same draws), ``gaps`` (per resubmission: next attempt's first
+    model on the same draws), ``partial_reruns`` (resubmissions in which
+    Spark reran fewer than ``k`` partitions: it reruns only those whose map
+    output is missing, and a task that finished just after the failure kept
+    its output), ``gaps`` (per resubmission: next attempt's first
     launch minus the failure instant, s), ``kill_lags`` (per failed attempt:
     last killed task's end minus the failure instant, s), ``first_launch``,
     ``completion``, ``waiting`` and ``sojourn`` (s).
@@ -113,13 +117,15 @@ def failure_jobs(path) -> pd.DataFrame:
             nxt = barrier_stage[barrier_stage.stage_attempt == s + 1]
             if len(nxt):
                 gaps.append(float(nxt.launch.min()) - t_f)
-        ids = [dict(zip(g["index"], g["task_id"], strict=True)) for _, g in barrier_stage.groupby("stage_attempt")]
-        ids = [d for d in ids if len(d) == k]       # an attempt in which every task launched
+        ids = [dict(zip(g["partition"], g["task_id"], strict=True))
+               for _, g in barrier_stage.groupby("stage_attempt")]
+        partial = sum(len(d) < k for d in ids[1:])         # resubmissions that reran fewer than k partitions
         model = predicted(config, int(a.tag), k, ids)
         arrival = float(a.submitted) - origin
         rows.append({"tag": a.tag, "job": int(a.tag), "k": k, "arrival": arrival, "attempts": attempts,
                      "aborted": j.result != "JobSucceeded", "predicted_attempts": model["attempts"],
                      "predicted_aborted": model["aborted"], "gaps": gaps, "kill_lags": kills,
+                     "partial_reruns": partial,
                      "first_launch": j.first_launch, "completion": j.completion,
                      "waiting": j.first_launch - arrival, "sojourn": j.completion - arrival})
     return pd.DataFrame(rows)
@@ -140,6 +146,7 @@ def failure_summary(path) -> dict:
             "mean_attempts": float(table.attempts.mean()),
             "predicted_mean_attempts": float(table.predicted_attempts.mean()),
             "jobs_as_predicted": int(match.sum()), "resubmissions": int(gaps.size),
+            "partial_reruns": int(table.partial_reruns.sum()),
             "gap_median": float(np.median(gaps)) if gaps.size else float("nan"),
             "gap_p90": float(np.quantile(gaps, 0.9)) if gaps.size else float("nan"),
             "gap_excess_median": float(np.median(gaps) - SPARK_RESUBMIT_DELAY) if gaps.size else float("nan"),

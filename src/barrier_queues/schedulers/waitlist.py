@@ -145,6 +145,9 @@ def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None
     size = chunk_jobs(system)
     kernel, frame, done = 0.0, None, 0
     frng = failure_stream(rng) if window.fail else None
+    if trace and window.fail:
+        raise ParameterError("trace must be False with failure_rate: a trace records one attempt per task, and "
+                             "a job with failures has several (keep_jobs gives each job's attempts)")
 
     def draw(n, **kw):
         chunk = draw_jobs(system, n, rng, saturated=saturated, **kw)
