@@ -36,7 +36,8 @@ def test_real_spark_run_end_to_end(tmp_path):
     assert isinstance(serving["honest"], bool) and serving["honest"] == (serving["problems"] == [])
     assert json.loads((out / "metadata.json").read_text())["serving"] == serving
     arrivals = (out / "arrivals.csv").read_text().splitlines()
-    assert len(arrivals) == 1 + 2 + 6 and all(line.endswith(",ok") for line in arrivals[1:])
+    status = arrivals[0].split(",").index("status")
+    assert len(arrivals) == 1 + 2 + 6 and all(line.split(",")[status] == "ok" for line in arrivals[1:])
     log = next((out / "eventlog").iterdir())
     analysis = json.loads(subprocess.run(
         [sys.executable, "-m", "barrier_queues.cli", "spark-analyze", str(log), "--skip-jobs", "2", "--json"],

@@ -318,7 +318,7 @@ class SimulationResult:
             out.append(row)
         return out
 
-    def _failure_summary(self, level: float) -> dict:
+    def _failure_summary(self, level: float, utilization: float) -> dict:
         """With failures: ``aborted_share``, ``mean_attempts`` per job and ``goodput`` (the work of the tasks of
         successful attempts per unit of task time spent, useful / work), over every job of every replication
         (no warm-up: a job's attempts do not depend on the queue), with t intervals over replications; the
@@ -336,6 +336,9 @@ class SimulationResult:
         for name, v in values.items():
             out["failure_ci"][name] = t_interval(v, level) if len(v) >= 2 else None
         out["measured_jobs"] = "completed jobs only (aborted jobs are in aborted_share)"
+        done = sum(f["completed_work"] for f in per)
+        if done > 0:                        # the measured jobs are the completed ones: add the aborted ones' work
+            out["utilization"] = utilization * sum(f["work"] for f in per) / done
         return out
 
     def provenance(self) -> dict:
@@ -426,11 +429,7 @@ class SimulationResult:
         if stats[0].extra.get("classes"):
             out["classes"] = self._class_summary(level)
         if stats[0].extra.get("failures"):
-            out.update(self._failure_summary(level))
-            per = [s.extra["failures"] for s in stats]
-            done = sum(f["completed_work"] for f in per)
-            if done > 0:                                 # the measured jobs are the completed ones: add the rest
-                out["utilization"] *= sum(f["work"] for f in per) / done
+            out.update(self._failure_summary(level, out["utilization"]))
         total_jobs = sum(s.total_jobs for s in stats)
         kernel = sum(s.kernel_seconds for s in stats)
         out["seconds"] = self.seconds
