@@ -28,6 +28,15 @@ SYSTEMS = {
                                      restart_cost=0.1, resubmit_delay=0.3),
     "2-barrier powers of two": dict(servers=16, tasks_pmf={2: 0.6, 8: 0.3, 16: 0.1}, barriers=2, arrival_rate=0.4,
                                     failure_rate=0.1, max_attempts=4, resubmit_delay=0.2),
+    "hybrid: tasks retried alone": dict(servers=16, tasks=4, barrier_fraction=0.5, arrival_rate=2.0,
+                                        failure_rate=0.3, max_attempts=2, resubmit_delay=0.1),
+    "non-barrier, identical work, checkpoints": dict(servers=8, tasks=4, barrier_fraction=0.0, arrival_rate=1.2,
+                                                     failure_rate=0.5, max_attempts=3, retry_work="identical",
+                                                     checkpoint_interval=0.3, checkpoint_cost=0.02,
+                                                     restart_cost=0.05, resubmit_delay=0.2),
+    "hybrid pmf, 2 barriers, no delay": dict(servers=16, tasks_pmf={2: 0.5, 4: 0.3, 8: 0.2}, barriers=2,
+                                             barrier_fraction=0.6, arrival_rate=1.0, failure_rate=0.2,
+                                             max_attempts=2),
 }
 DISCIPLINES = ("fcfs", "first-fit", "backfill", "server-filling")
 
@@ -57,11 +66,14 @@ def test_the_kernel_with_failures_equals_its_reference_job_by_job(name, discipli
     _same(waitlist.run_inputs(system, inputs), waitlist.reference(system, inputs))
 
 
-@pytest.mark.parametrize("discipline", ("fcfs", "first-fit"))
-def test_across_chunk_boundaries_with_failures(discipline):
-    """Chunks of 1,024 jobs; failed jobs wait across chunk boundaries (their heap entries move with the window)."""
+@pytest.mark.parametrize("discipline, barrier_fraction", [("fcfs", 1.0), ("first-fit", 1.0), ("fcfs", 0.5),
+                                                          ("backfill", 0.5)])
+def test_across_chunk_boundaries_with_failures(discipline, barrier_fraction):
+    """Chunks of 1,024 jobs; failed jobs (and a non-barrier job's failed tasks, its aborts) wait across chunk
+    boundaries (their heap entries move with the window)."""
     system = S(servers=64, tasks_pmf={1: 0.6, 64: 0.4}, phases=1, arrival_rate=0.5, failure_rate=0.01,
-               max_attempts=4, resubmit_delay=0.5, scheduling=discipline, task_dist="exponential:rate=2")
+               max_attempts=4 if barrier_fraction == 1 else 2, resubmit_delay=0.5, scheduling=discipline,
+               task_dist="exponential:rate=2", barrier_fraction=barrier_fraction)
     size = chunk_jobs(system)
     jobs = 3 * size + 100
     rep = run_replication(system, jobs, np.random.default_rng(5), keep_jobs=True, warmup=0)
@@ -73,13 +85,61 @@ def test_across_chunk_boundaries_with_failures(discipline):
         done += part["arrival"].size
         start = part["arrival"][-1]
     cat = {key: np.concatenate([p[key] for p in parts]) for key in ("arrival", "tasks", "barrier", "times",
-                                                                     "clocks", "fresh", "attempts")}
-    fail = {"clocks": cat["clocks"], "fresh": cat["fresh"], "attempts": cat["attempts"], "max_attempts": 4,
-            "delay": 0.5, "identical": False, "tau": None, "delta": None, "restart": 0.0}
+                                                                     "clocks", "fresh", "unit_attempts")}
+    fail = {"clocks": cat["clocks"], "fresh": cat["fresh"], "unit_attempts": cat["unit_attempts"],
+            "max_attempts": system.max_attempts, "delay": 0.5, "identical": False, "tau": None, "delta": None,
+            "restart": 0.0}
     ref = simulate_waitlist_reference(cat["arrival"], cat["tasks"], cat["barrier"], cat["times"], 64, discipline,
                                       failures=fail, release="fixed")
     assert rep.jobs["attempts"].max() > 1
+    if barrier_fraction < 1:
+        assert (rep.jobs["aborted"] & ~rep.jobs["barrier"]).any()
     _same(rep.jobs, ref)
+
+
+def test_a_non_barrier_jobs_abort_kills_its_running_tasks():
+    """Hand-made draws: job 0 (non-barrier, 2 tasks, 1 attempt each) fails its task 0 at 0.5 and aborts; its
+    task 1 (work 3) is killed at 0.5, freeing its worker for job 1 (barrier, 2 tasks)."""
+    system = S(servers=2, tasks=2, barrier_fraction=0.5, arrival_rate=1.0, failure_rate=0.1, max_attempts=1)
+    chunk = {"arrival": np.array([0.0, 0.1]), "tasks": np.array([2, 2]), "barrier": np.array([False, True]),
+             "offsets": np.array([0, 2]), "times": np.array([1.0, 3.0, 1.0, 1.0])}
+    u = fl.units(chunk)
+    inputs = dict(chunk, toff=np.array([0, 2]), holds=np.array([0.5, 3.0, 1.0, 1.0]),
+                  attempts=np.array([1, 1]), aborted=np.array([True, False]), useful=np.array([0.0, 2.0]),
+                  unit_attempts=np.array([1, 1, 1]), unit_aborted=np.array([True, False, False]),
+                  unit_toff=np.array([0, 1, 2]), unit_first=u["first"], clocks=np.array([0.5, 9.0, 9.0, 9.0]),
+                  fresh=np.full(4, np.nan))
+    for discipline in ("fcfs", "first-fit", "backfill"):
+        out = waitlist.run_inputs(system.replace(scheduling=discipline), inputs)
+        ref = waitlist.reference(system.replace(scheduling=discipline), inputs)
+        _same(out, ref)
+        assert out["departure"].tolist() == [0.5, 1.5]             # job 1 starts at the abort, on both workers
+        assert out["work"].tolist() == [1.0, 2.0]                  # task 1 held its worker 0.5, not 3
+        assert out["completed"].tolist() == [0, 2]
+
+
+def test_retried_exponential_non_barrier_tasks_change_nothing_but_the_work():
+    """EXTENSIONS.md section 5: with D = 0 and no cap, a task retried alone holds its worker Exp(mu) in all
+    (memorylessness): k = 1 non-barrier jobs stay the M/M/s queue (Erlang C), and the work per job is k E[X];
+    an attempt cap aborts a job with probability 1 - (1 - (1 - p)^A)^k."""
+    from barrier_queues.bounds import erlang_c
+    from barrier_queues.stability import known_limit
+
+    lam, s_, gamma = 3.0, 4, 0.5
+    system = S(servers=s_, tasks=1, barrier_fraction=0.0, arrival_rate=lam, failure_rate=gamma)
+    res = bq.simulate(system, jobs=40_000, replications=8, seed=41, workers=1)
+    summary = res.summary()
+    lo, hi = summary["ci"]["waiting"]
+    assert lo <= erlang_c(s_, lam) / (s_ - lam) <= hi
+    lo, hi = summary["failure_ci"]["mean_attempts"]
+    assert lo <= 1 + gamma <= hi                          # geometric: 1 / p with p = mu / (mu + gamma)
+    assert known_limit(system)[0] == pytest.approx(s_)
+    k, cap = 4, 2
+    p = 1.0 / (1.0 + gamma)
+    capped = bq.simulate(S(servers=8, tasks=k, barrier_fraction=0.0, arrival_rate=0.5, failure_rate=gamma,
+                           max_attempts=cap), jobs=20_000, replications=8, seed=42).summary()
+    lo, hi = capped["failure_ci"]["aborted_share"]
+    assert lo <= 1 - (1 - (1 - p) ** cap) ** k <= hi
 
 
 def test_without_a_failure_the_failure_path_is_the_papers_fifo_bit_for_bit():
@@ -173,11 +233,28 @@ def test_two_barrier_limit_with_failures_against_a_saturated_run():
     assert lo <= exact <= hi, (lo, exact, hi)
 
 
+def test_one_barrier_limit_with_failures_ctmc_against_ctmc_module_and_a_saturated_run():
+    """The failure chain's own breadth-first enumeration: with gamma -> 0 it is the paper's (s, k, k) chain
+    (barrier_queues.ctmc, key arithmetic); with gamma = 0.2 a saturated simulation's interval contains it, and
+    the simulator's guard uses it."""
+    from barrier_queues.ctmc import ctmc_stability
+    from barrier_queues.stability import known_limit
+
+    assert fl.one_barrier_lambda_max(12, 4, 1.0, 1e-12) == pytest.approx(ctmc_stability(12, 4).lambda_max,
+                                                                          rel=1e-9)
+    exact = fl.one_barrier_lambda_max(8, 4, 1.0, 0.2)
+    system = S(servers=8, tasks=4, failure_rate=0.2)
+    assert known_limit(system) == pytest.approx((exact, known_limit(system)[1]))
+    assert exact < ctmc_stability(8, 4).lambda_max
+    est = bq.saturated_throughput(system, jobs=50_000, replications=8, seed=37)
+    lo, hi = est["lambda_max_ci"]
+    assert lo <= exact <= hi, (lo, exact, hi)
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(max_attempts=2), "max_attempts must be None without failure_rate"),
     (dict(failure_rate=0.1, checkpoint_interval=1.0), "retry_work must be 'identical' with checkpoint_interval"),
     (dict(failure_rate=0.1, checkpoint_cost=1.0), "checkpoint_cost must be None without checkpoint_interval"),
-    (dict(failure_rate=0.1, barrier_fraction=0.5), "barrier_fraction must be 1.0 with failure_rate"),
     (dict(failure_rate=0.1, release="timeout", timeout=2.0), "release must be 'fixed' with failure_rate"),
     (dict(failure_rate=-1.0), "failure_rate must be"),
     (dict(failure_rate=10.0), "failure_rate must keep gamma k E\\[X\\] <= 20 without max_attempts"),

@@ -69,6 +69,7 @@ before arrivals; arriving jobs' idle probed workers look in worker order.
 from libc.math cimport INFINITY, ceil, fabs, floor
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc, qsort
+from libc.string cimport memmove
 
 cdef enum:
     C_FIXED = 0

@@ -6,7 +6,7 @@ resubmitted after ``RESUBMIT_TIMEOUT`` = 0.2 s at most
 ``spark.stage.maxConsecutiveAttempts`` = 4 times in all; a barrier
 ``ResultStage`` is aborted at its first failure (``max_attempts = 1``).
 
-Model (``BarrierSystem(failure_rate=gamma, ...)``, barrier jobs). Each
+Model (``BarrierSystem(failure_rate=gamma, ...)``). Each
 running task fails at rate ``gamma`` (independent exponential clocks; time
 spent restarting and checkpointing counts as running). The first failure of
 any running task of a job ends its attempt at that instant ``t_f``: its
@@ -22,11 +22,23 @@ takes ``delta`` = ``checkpoint_cost``; a retry first spends ``R`` =
 ``restart_cost``, then resumes each task from its last completed checkpoint
 (a final partial segment has no checkpoint after it).
 
-Every attempt of a barrier job starts its ``k`` tasks together and a failure
-strikes only running tasks, so the sequence of a job's attempts does not
-depend on the queue: it is drawn with the job (:func:`attempts`, vectorised
-by rounds of attempts) and the kernel only schedules it. This is also why the
-abort share, the attempts per job and the goodput need no warm-up.
+A non-barrier job's failed task is retried alone (Spark's
+``spark.task.maxFailures``, here ``max_attempts``): ``D`` after it fails it
+waits again at its job's place in the arrival order, before the job's tasks
+not yet started (Spark takes pending tasks from the end of a list to which a
+failed task is appended, so the latest failed task goes first). A task whose
+last attempt fails aborts its job at that instant: the job's running tasks
+are killed, its waiting ones dropped. A barrier job and a non-barrier job's
+task are the *units* that fail and are retried (:func:`units`).
+
+Every attempt of a unit starts its tasks together and a failure strikes
+only running tasks, so the sequence of a unit's attempts does not depend on
+the queue: it is drawn with the job (:func:`attempts`, vectorised by rounds
+of attempts) and the kernel only schedules it (and, for a non-barrier job
+that aborts, kills the tasks still running then). This is also why the
+abort share and the attempts per job need no warm-up (nor does the goodput,
+but for the killed tasks of aborted non-barrier jobs, whose work depends on
+when they ran).
 
 Exact results (each tested against simulation): :func:`attempt_moments`
 (success probability, moments of an attempt's length, exponential tasks,
@@ -103,8 +115,6 @@ def validate(system, set_) -> None:
 
 def _check_model(system) -> None:
     for name, value, ok, why in (
-            ("barrier_fraction", system.barrier_fraction, 1.0, "failures are modelled for barrier jobs (a "
-             "non-barrier task's own retries are not built yet)"),
             ("release", system.release, "fixed", "a failure restarts every task of the job"),
             ("phases", system.phases, 1, "a failure restarts the whole stage"),
             ("overhead", system.overhead, None, "failures are simulated without Spark's overhead models"),
@@ -136,47 +146,77 @@ def _guard(system) -> None:
 # the attempts of each job, drawn with the job
 
 
-def _fresh_times(system, tasks: np.ndarray, cls, jobs: np.ndarray, rng) -> np.ndarray:
-    """k fresh task times for each of ``jobs`` (task order), from each job's law."""
+def _fresh_times(system, tasks: np.ndarray, cls, units: np.ndarray, rng) -> np.ndarray:
+    """k fresh task times for each of ``units`` (task order), from each unit's law."""
     if system.workload is None:
-        total = int(tasks[jobs].sum())
+        total = int(tasks[units].sum())
         return np.asarray(system.task_dist.rvs(size=total, random_state=rng), dtype=np.float64)
-    out = np.empty(int(tasks[jobs].sum()))
-    starts = np.zeros(jobs.size, dtype=np.int64)
-    np.cumsum(tasks[jobs][:-1], out=starts[1:])
+    out = np.empty(int(tasks[units].sum()))
+    starts = np.zeros(units.size, dtype=np.int64)
+    np.cumsum(tasks[units][:-1], out=starts[1:])
     for c, job_class in enumerate(system.workload):
-        sel = np.flatnonzero(cls[jobs] == c)
+        sel = np.flatnonzero(cls[units] == c)
         if sel.size:
-            k = job_class.tasks
+            k = int(tasks[units][sel[0]])                  # a class's units have one size (k, or 1 per task)
             out[(starts[sel][:, None] + np.arange(k)).ravel()] = np.asarray(
                 system.class_law(job_class).rvs(size=sel.size * k, random_state=rng), dtype=np.float64)
+    return out
+
+
+def units(chunk: dict) -> dict:
+    """The units that fail and are retried: a barrier job (its ``k`` tasks together), or one task of a
+    non-barrier job (retried alone). Per unit, in job order then task order: ``job``, ``tasks`` (``k`` or
+    1), ``offsets`` (its first task's draw in the chunk's ``times``) and ``cls``; ``first`` = index of each
+    job's first unit."""
+    tasks, barrier = chunk["tasks"], chunk["barrier"]
+    per = np.where(barrier, 1, tasks)
+    job = np.repeat(np.arange(tasks.size), per)
+    first = np.zeros(tasks.size, dtype=np.int64)
+    np.cumsum(per[:-1], out=first[1:])
+    within = np.arange(job.size) - first[job]
+    out = {"job": job, "tasks": np.where(barrier[job], tasks[job], 1).astype(np.int64),
+           "offsets": chunk["offsets"][job] + within, "first": first}
+    if "cls" in chunk:
+        out["cls"] = chunk["cls"][job]
     return out
 
 
 def attempts(system, chunk: dict, rng: np.random.Generator) -> dict:
     """Draw the attempts of each job of ``chunk`` (from :func:`barrier_queues.inputs.draw_jobs`).
 
-    Rounds ``a = 0, 1, ...``: for every job still making attempts, ``k``
-    failure clocks Exp(gamma) (job order, task order), then with
-    ``different`` work and ``a > 0`` ``k`` fresh task times. Returns the
-    chunk's arrays plus, per job, ``attempts`` (its number of attempts),
-    ``aborted``, ``useful`` (the work of the tasks of its successful attempt,
-    0 if aborted), ``toff`` (index of its first hold) and ``holds`` (per
-    attempt and task, job-major: how long the task held its worker), and the
-    raw draws ``clocks`` and ``fresh`` in the same layout as ``holds`` (the
-    plain reference recomputes the attempts from them).
+    A barrier job's attempts restart all its ``k`` tasks; a non-barrier job's
+    task is retried alone: each is a *unit* (:func:`units`). Rounds ``a = 0,
+    1, ...``: for every unit still making attempts, one failure clock
+    Exp(gamma) per task (unit order, task order), then with ``different``
+    work and ``a > 0`` fresh task times. A unit's attempts do not depend on
+    the queue. Returns the chunk's arrays plus, per unit, ``unit_attempts``,
+    ``unit_aborted`` (its last attempt fails), ``unit_toff`` (index of its
+    first hold), ``unit_first`` (each job's first unit) and ``holds`` (per
+    unit, attempt and task: how long the task held its worker), the raw
+    draws ``clocks`` and ``fresh`` in the layout of ``holds``; and per job
+    ``attempts`` (the most attempts of one of its units), ``aborted`` (a unit
+    aborted), ``useful`` (the work of the successful attempts, 0 if aborted)
+    and ``toff`` (its first unit's first hold). Without non-barrier jobs a
+    unit is a job.
     """
+    u = units(chunk)
+    natt, aborted, useful, rounds = _rounds(system, u, chunk["times"], rng)
+    out = _layout(chunk, u, natt, aborted, useful, rounds)
+    return out
+
+
+def _rounds(system, u: dict, first: np.ndarray, rng):
     gamma, cap = system.failure_rate, system.max_attempts or MAX_ROUNDS
     tau, delta = system.checkpoint_interval, system.checkpoint_cost
     restart, identical = system.restart_cost, system.retry_work == "identical"
-    tasks, first = chunk["tasks"], chunk["times"]
+    tasks = u["tasks"]
     n = tasks.size
     natt = np.zeros(n, dtype=np.int64)
     aborted = np.zeros(n, dtype=np.bool_)
     useful = np.zeros(n)
     work = first.copy()                          # each task's work (identical) or this attempt's draw
     progress = np.zeros(first.size)              # checkpointed work
-    rounds = []                                  # (jobs, holds, clocks, fresh) per round
+    rounds = []                                  # (units, holds, clocks, fresh) per round
     active = np.arange(n)
     a = 0
     while active.size:
@@ -187,12 +227,12 @@ def attempts(system, chunk: dict, rng: np.random.Generator) -> dict:
             aborted[active] = True
             break
         k = tasks[active]
-        pos = (chunk["offsets"][active][:, None] + np.arange(int(k.max()))[None, :])
-        pos = pos[np.arange(pos.shape[1])[None, :] < k[:, None]]           # the active jobs' tasks, in order
+        pos = (u["offsets"][active][:, None] + np.arange(int(k.max()))[None, :])
+        pos = pos[np.arange(pos.shape[1])[None, :] < k[:, None]]           # the active units' tasks, in order
         clocks = rng.exponential(1.0 / gamma, size=pos.size)
         fresh = None
         if a > 0 and not identical:
-            fresh = _fresh_times(system, tasks, chunk.get("cls"), active, rng)
+            fresh = _fresh_times(system, tasks, u.get("cls"), active, rng)
             work[pos] = fresh
         w = work[pos] - progress[pos]
         base = restart if a > 0 else 0.0
@@ -214,28 +254,42 @@ def attempts(system, chunk: dict, rng: np.random.Generator) -> dict:
             useful[active[has]] += work[pos[starts[has] + i]]
         active = active[failed]
         a += 1
-    return _layout(chunk, natt, aborted, useful, rounds)
+    return natt, aborted, useful, rounds
 
 
-def _layout(chunk: dict, natt, aborted, useful, rounds) -> dict:
-    """Place each round's per-task arrays at ``toff[j] + a k_j + i`` (job-major)."""
-    tasks = chunk["tasks"]
+def _layout(chunk: dict, u: dict, natt, aborted, useful, rounds) -> dict:
+    """Place each round's per-task arrays at ``unit_toff[u] + a k_u + i`` (unit-major); job arrays from the
+    units'."""
+    tasks = u["tasks"]
     size = natt * tasks
     toff = np.zeros(tasks.size, dtype=np.int64)
     np.cumsum(size[:-1], out=toff[1:])
     total = int(size.sum())
     holds, clocks, fresh = np.empty(total), np.empty(total), np.full(total, np.nan)
-    for a, (jobs, h, c, f) in enumerate(rounds):
-        k = tasks[jobs]
-        base = np.repeat(toff[jobs] + a * k, k)
+    for a, (active, h, c, f) in enumerate(rounds):
+        k = tasks[active]
+        base = np.repeat(toff[active] + a * k, k)
         within = np.arange(k.sum()) - np.repeat(np.cumsum(k) - k, k)
         idx = base + within
         holds[idx], clocks[idx] = h, c
         if f is not None:
             fresh[idx] = f
     out = dict(chunk)
-    out.update({"attempts": natt, "aborted": aborted, "useful": useful, "toff": toff, "holds": holds,
-                "clocks": clocks, "fresh": fresh})
+    first = u["first"]
+    if first.size == tasks.size:                 # every unit is a job
+        job_natt, job_aborted, job_useful = natt, aborted, useful
+    else:
+        job_natt = np.maximum.reduceat(natt, first) if first.size else natt[:0]
+        job_aborted = np.logical_or.reduceat(aborted, first) if first.size else aborted[:0]
+        per = np.diff(np.append(first, tasks.size))
+        job_useful = np.zeros(first.size)
+        for i in range(int(per.max()) if per.size else 0):      # summed in task order, as the reference does
+            has = per > i
+            job_useful[has] += useful[first[has] + i]
+        job_useful[job_aborted] = 0.0
+    out.update({"attempts": job_natt, "aborted": job_aborted, "useful": job_useful, "toff": toff[first],
+                "holds": holds, "clocks": clocks, "fresh": fresh, "unit_attempts": natt, "unit_aborted": aborted,
+                "unit_toff": toff, "unit_first": first})
     return out
 
 
@@ -338,6 +392,73 @@ def two_barrier_lambda_max(servers: int, k: int, mu: float, gamma: float, max_at
     return (servers // k) / holding_moments(k, mu, gamma, max_attempts)[0]
 
 
+#: one_barrier_lambda_max refuses chains with more states than this (a plain sparse LU)
+MAX_CHAIN_STATES = 50_000
+
+
+def one_barrier_lambda_max(servers: int, k: int, mu: float, gamma: float,
+                           max_states: int = MAX_CHAIN_STATES) -> float:
+    """Stability limit of a 1-barrier FIFO system of one ``k`` with failures: the completion rate of the
+    always-backlogged CTMC with failure transitions (exact for Exp(mu) tasks, different work, no attempt cap,
+    ``D = 0``, no restart cost: a failed job rejoins at the head of the backlog, where by memorylessness it
+    is a fresh job).
+
+    The state is the multiset of running jobs' running-task counts (the paper's ``n_j``, section II-D, with
+    ``l = k``). From it, a task of a job with ``j`` running tasks ends at rate ``j mu`` (``j = 1``: the job
+    departs, a completion) and the job fails at rate ``j gamma`` (all ``j`` workers freed); then the head job
+    starts if ``k`` workers are free (at most one can). Enumerated from ``floor(s/k)`` fresh jobs by a
+    breadth-first search (independent of :mod:`barrier_queues.ctmc`'s key arithmetic), ``pi Q = 0`` by sparse LU.
+    """
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import spsolve
+
+    from .ctmc import count_feasible_states
+
+    if count_feasible_states(servers, k, k) > max_states:
+        raise ParameterError(f"servers and tasks must give at most {max_states:,} CTMC states with failures "
+                             f"(s = {servers}, k = {k}); use a saturated simulation")
+
+    def settle(jobs):
+        jobs = list(jobs)
+        if servers - sum(jobs) >= k:
+            jobs.append(k)
+        return tuple(sorted(jobs))
+
+    start = tuple([k] * (servers // k))
+    index, states, queue = {start: 0}, [start], [start]
+    rows, cols, rates, done = [], [], [], {}
+    while queue:
+        state = queue.pop()
+        i = index[state]
+        completion = 0.0
+        for pos, j in enumerate(state):
+            if pos and state[pos - 1] == j:
+                continue                                    # each distinct j once, times its multiplicity
+            mult = state.count(j)
+            rest = state[:pos] + state[pos + 1:]
+            ends = settle(rest + ((j - 1,) if j > 1 else ()))
+            if j == 1:
+                completion += mult * mu
+            for target, rate in ((ends, mult * j * mu), (settle(rest), mult * j * gamma)):
+                if target not in index:
+                    index[target] = len(states)
+                    states.append(target)
+                    queue.append(target)
+                rows.append(i)
+                cols.append(index[target])
+                rates.append(rate)
+        done[i] = completion
+    n = len(states)
+    q = sp.coo_matrix((rates, (rows, cols)), shape=(n, n)).tocsr()
+    q = q - sp.diags(np.asarray(q.sum(axis=1)).ravel())
+    a = q.T.tocsc()
+    pi = np.ones(n)                                         # pi_0 = 1, the other balance equations, normalise
+    if n > 1:
+        pi[1:] = spsolve(a[1:, 1:], -a[1:, 0].toarray().ravel())
+    pi /= pi.sum()
+    return float(pi @ np.array([done[i] for i in range(n)]))
+
+
 def daly_wall_time(work: float, tau: float, delta: float, restart: float, mtbf: float) -> float:
     """Daly (FGCS 2006): mean wall time of ``work`` (a multiple of ``tau``) in segments of ``tau`` each followed
     by a checkpoint of ``delta``, failures at rate ``1 / mtbf`` (``mtbf`` = ``1 / (k gamma)`` for ``k`` lockstep
@@ -376,4 +497,4 @@ def best_interval(delta: float, mtbf: float, restart: float = 0.0) -> float:
 __all__ = ["FIELDS", "GUARD", "MAX_ROUNDS", "RETRY_WORK", "SPARK_ATTEMPTS", "SPARK_RESUBMIT_DELAY",
            "abort_probability", "attempt_moments", "attempts", "best_interval", "daly_interval", "daly_wall_time",
            "enabled", "execution_transform", "holding_moments", "mean_execution", "mg1_waiting",
-           "two_barrier_lambda_max", "validate", "young_interval"]
+           "one_barrier_lambda_max", "two_barrier_lambda_max", "units", "validate", "young_interval"]

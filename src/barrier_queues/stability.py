@@ -38,6 +38,8 @@ METHODS = ("auto", "closed-form", "ctmc", "order-statistics", "quadrature", "mon
 MAX_STATES = 12_000_000
 #: known_limit uses the CTMC only up to this many feasible states (a quick answer before a simulation)
 QUICK_CTMC_STATES = 300_000
+#: the failure chain is enumerated state by state in Python: the guard uses it up to this size (about 0.1 s)
+FAILURE_CTMC_STATES = 5_000
 
 
 @dataclass(frozen=True)
@@ -274,13 +276,33 @@ def known_limit(system: BarrierSystem) -> tuple[float, str] | None:
 
 
 def _failure_limit(system: BarrierSystem) -> tuple[float, str] | None:
-    """With failures, exact only for 2 barriers, one k, exponential tasks and different work
-    (:func:`barrier_queues.failures.two_barrier_lambda_max`); else None (the drift test and saturated runs)."""
+    """With failures, exact for 2 barriers, one k, exponential tasks and different work
+    (:func:`barrier_queues.failures.two_barrier_lambda_max`), for 1 barrier with also no cap, no delay and no
+    restart cost (:func:`barrier_queues.failures.one_barrier_lambda_max`, small chains), and for plain
+    exponential tasks without a cap (work conservation); else None (the drift test and saturated runs)."""
     from .failures import two_barrier_lambda_max
 
-    if (system.barriers != 2 or system.tasks_pmf is not None or system.workload is not None
-            or not isinstance(system.task_dist, Exponential) or system.retry_work != "different"
-            or system.restart_cost > 0):
+    if system.barrier_fraction == 0 and system.workload is None and system.max_attempts is None:
+        if isinstance(system.task_dist, Exponential) and system.retry_work == "different" \
+                and system.restart_cost == 0:           # memoryless: a task holds its worker Exp(mu) in all
+            from .load import mean_work
+
+            return system.servers / mean_work(system)[0], "work-conservation (retried exponential tasks)"
+        return None
+    if (system.barriers == 1 and system.barrier_fraction == 1 and system.tasks_pmf is None and system.workload is None
+            and isinstance(system.task_dist, Exponential) and system.retry_work == "different"
+            and system.restart_cost == 0 and system.resubmit_delay == 0 and system.max_attempts is None):
+        from .failures import one_barrier_lambda_max
+
+        try:
+            lam = one_barrier_lambda_max(system.servers, system.tasks, system.task_dist.rate, system.failure_rate,
+                                         max_states=FAILURE_CTMC_STATES)
+        except ParameterError:
+            return None
+        return lam, "failures: CTMC of the backlogged 1-barrier system with failure transitions"
+    if (system.barriers != 2 or system.barrier_fraction < 1 or system.tasks_pmf is not None
+            or system.workload is not None or not isinstance(system.task_dist, Exponential)
+            or system.retry_work != "different" or system.restart_cost > 0):
         return None
     return (two_barrier_lambda_max(system.servers, system.tasks, system.task_dist.rate, system.failure_rate,
                                    system.max_attempts), "failures: floor(s/k) / E[time a job holds its workers]")

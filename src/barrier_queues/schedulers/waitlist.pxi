@@ -47,6 +47,19 @@ cdef struct Wait:
     double* run
     double* scratch
     double* sorted_rel
+    bint srt
+    bint ids
+    # backfill: per class, a min segment tree over its jobs (arrival order) of when each would finish if started
+    double* btree
+    const int64_t* bbase
+    const int64_t* bsize
+    const int64_t* bpos
+    const int64_t* bjobs
+    const int64_t* bjbase
+    const Service* sv
+    int64_t slo
+    int64_t shi
+    int64_t scap
     bint two_barrier
     int64_t servers
     bint event
@@ -66,12 +79,32 @@ cdef struct Wait:
     double* rt_time
     int64_t* rt_job
     int64_t n_rt
+    # units (failures.units): a barrier job, or one task of a non-barrier job (retried alone); rt_job holds units
+    const int64_t* ufirst
+    const int64_t* ujob
+    const int64_t* utoff
+    const int64_t* unatt
+    const unsigned char* uab
+    int64_t* ucur
+    int64_t* unext
+    int64_t* rtop
+    int64_t* left
+    unsigned char* doomed
+    double* ab_time
+    int64_t* ab_job
+    int64_t n_ab
+    int64_t* wunit
 
 
 cdef inline void _ifree_push(Wait* q, int64_t w) noexcept nogil:
-    """The free workers: a min-heap of worker ids (a job takes the lowest free ids)."""
+    """The free workers: a min-heap of worker ids (a job takes the lowest free ids). Only a trace and the
+    failures (which kill a job's tasks by worker) need the ids; otherwise a count does (``q.ids`` false: no
+    result depends on which free worker a task takes, since every release of an instant comes first)."""
     cdef int64_t pos = q.n_free
     cdef int64_t parent
+    if not q.ids:
+        q.n_free += 1
+        return
     while pos > 0:
         parent = (pos - 1) >> 1
         if w < q.free_ids[parent]:
@@ -84,6 +117,9 @@ cdef inline void _ifree_push(Wait* q, int64_t w) noexcept nogil:
 
 
 cdef inline int64_t _ifree_pop(Wait* q) noexcept nogil:
+    if not q.ids:
+        q.n_free -= 1
+        return 0
     cdef int64_t top = q.free_ids[0]
     q.n_free -= 1
     cdef int64_t last = q.free_ids[q.n_free]
@@ -105,8 +141,97 @@ cdef inline int64_t _ifree_pop(Wait* q) noexcept nogil:
     return top
 
 
+cdef void _srt_add(Wait* q, double* b, int64_t k, bint sort) noexcept nogil:
+    """Merge the release times ``b[:k]`` into the ascending array ``sorted_rel[slo:shi]`` (backfill keeps it beside
+    the release heap, so that its reservation costs O(log s), not a sort of every running task per decision).
+    New releases are mostly the latest, so the merge runs from the end: O(k log k) plus the entries it passes."""
+    cdef double* a = q.sorted_rel
+    cdef int64_t i, j, out
+    if sort and k > 1:
+        qsort(b, k, sizeof(double), _compare_double)
+    if q.shi + k > q.scap:                    # compact (at most s entries, capacity 2 s + 1)
+        memmove(a, a + q.slo, (q.shi - q.slo) * sizeof(double))
+        q.shi -= q.slo
+        q.slo = 0
+    i = q.shi - 1
+    j = k - 1
+    out = q.shi + k - 1
+    while j >= 0:
+        if i >= q.slo and a[i] > b[j]:
+            a[out] = a[i]
+            i -= 1
+        else:
+            a[out] = b[j]
+            j -= 1
+        out -= 1
+    q.shi += k
+
+
+cdef inline void _rel_push(Wait* q, double t, int64_t w) noexcept nogil:
+    q.n_rel = _ev_push(q.rel_time, q.rel_worker, q.n_rel, t, w)
+
+
+cdef inline void _bt_set(Wait* q, int64_t j, double v) noexcept nogil:
+    """Set job j's leaf in its class's tree (INFINITY: not waiting) and the minima above it."""
+    cdef int64_t c = q.cls[j]
+    cdef double* t = q.btree + q.bbase[c]
+    cdef int64_t i = q.bsize[c] + q.bpos[j]
+    cdef double m
+    t[i] = v
+    i >>= 1
+    while i >= 1:
+        m = t[2 * i] if t[2 * i] < t[2 * i + 1] else t[2 * i + 1]
+        if m == t[i]:
+            return                                # the minima above are unchanged
+        t[i] = m
+        i >>= 1
+
+
+cdef int64_t _bt_first(Wait* q, int64_t c, int64_t lo, double limit) noexcept nogil:
+    """The first position >= lo in class c's tree whose value is <= limit, or -1: O(log n)."""
+    cdef double* t = q.btree + q.bbase[c]
+    cdef int64_t size = q.bsize[c]
+    cdef int64_t i
+    if lo >= size:
+        return -1
+    i = size + lo
+    if t[i] > limit:
+        while True:
+            while i & 1:
+                i >>= 1
+            if i == 0:
+                return -1
+            i += 1
+            if t[i] <= limit:
+                break
+    while i < size:
+        i <<= 1
+        if t[i] > limit:
+            i += 1
+    return i - size
+
+
+cdef double _bt_key(Wait* q, int64_t j) noexcept nogil:
+    """How long after starting now job j would hold its last worker (a barrier job: its service, 2 barriers,
+    or its longest task, 1 barrier; a non-barrier job: its next task)."""
+    cdef int64_t completed, i
+    cdef double useful, top
+    if not q.barrier[j]:
+        return _wl_next_hold(q, j)
+    top = _wl_service(q, j, q.sv, &completed, &useful)
+    if q.two_barrier:
+        return top
+    top = q.run[0]
+    for i in range(1, q.k[j]):
+        if q.run[i] > top:
+            top = q.run[i]
+    return top
+
+
 cdef inline void _wl_link(Wait* q, int64_t j) noexcept nogil:
     cdef int64_t c = q.cls[j]
+    if q.srt:
+        _bt_set(q, j, _bt_key(q, j))
     q.nxt[j] = -1
     q.prv[j] = q.tail
     if q.tail >= 0:
@@ -125,6 +250,8 @@ cdef inline void _wl_link(Wait* q, int64_t j) noexcept nogil:
 
 cdef inline void _wl_unlink(Wait* q, int64_t j) noexcept nogil:
     cdef int64_t c = q.cls[j]
+    if q.srt:
+        _bt_set(q, j, INFINITY)
     if q.prv[j] >= 0:
         q.nxt[q.prv[j]] = q.nxt[j]
     else:
@@ -148,6 +275,8 @@ cdef void _wl_insert(Wait* q, int64_t j) noexcept nogil:
     first waiting job with a larger index, in the list of all jobs and in its class's list."""
     cdef int64_t c = q.cls[j]
     cdef int64_t p = q.head
+    if q.srt:
+        _bt_set(q, j, _bt_key(q, j))
     while p >= 0 and p < j:
         p = q.nxt[p]
     if p < 0:
@@ -200,11 +329,17 @@ cdef void _wl_start_job(Wait* q, int64_t j, double now, const Service* sv) noexc
     for i in range(q.k[j]):
         w = _ifree_pop(q)
         work += q.run[i]
-        q.n_rel = _ev_push(q.rel_time, q.rel_worker, q.n_rel, now + (d if q.two_barrier else q.run[i]), w)
+        _rel_push(q, now + (d if q.two_barrier else q.run[i]), w)
+        if q.fail:
+            q.wunit[w] = q.ufirst[j]
+        if q.srt:
+            q.scratch[i] = now + (d if q.two_barrier else q.run[i])
         if q.do_trace:
             q.trace_worker[off + i] = w
             q.trace_start[off + i] = now
             q.trace_end[off + i] = now + q.run[i]
+    if q.srt:
+        _srt_add(q, q.scratch, q.k[j], not q.two_barrier)
     if q.fail:
         _wl_attempt_ends(q, j, now, d, work)
         return
@@ -225,7 +360,7 @@ cdef void _wl_attempt_ends(Wait* q, int64_t j, double now, double d, double work
     q.work[j] += work
     _wl_unlink(q, j)
     if q.attempt[j] < q.natt[j] - 1:
-        q.n_rt = _ev_push(q.rt_time, q.rt_job, q.n_rt, now + d + q.delay, j)
+        q.n_rt = _ev_push(q.rt_time, q.rt_job, q.n_rt, now + d + q.delay, q.ufirst[j])
         q.attempt[j] += 1
         q.status[j] = C_RETRY
         return
@@ -234,11 +369,123 @@ cdef void _wl_attempt_ends(Wait* q, int64_t j, double now, double d, double work
     q.status[j] = C_STARTED
 
 
+cdef inline bint _wl_ready(Wait* q, int64_t j) noexcept nogil:
+    """Whether non-barrier job j has a task to start: one not yet started, or a failed one due again."""
+    return q.handed[j] < q.k[j] or (q.fail and q.rtop[j] >= 0)
+
+
+cdef inline double _wl_next_hold(Wait* q, int64_t j) noexcept nogil:
+    """How long the next task started for non-barrier job j would hold its worker."""
+    cdef int64_t u
+    if not q.fail:
+        return q.times[q.toff[j] + q.handed[j]]
+    u = q.rtop[j] if q.rtop[j] >= 0 else q.ufirst[j] + q.handed[j]
+    return q.times[q.utoff[u] + q.ucur[u]]
+
+
+cdef void _wl_start_unit(Wait* q, int64_t j, double now) noexcept nogil:
+    """Start the next task of non-barrier job j with failures: a failed task due again first (the latest
+    first: Spark re-adds a failed task at the end of its pending list, which it takes from the end), else
+    the next one not yet started. A failing attempt is due again D after it ends; a unit's failing last
+    attempt dooms its job (it aborts when that attempt ends, killing its running tasks)."""
+    cdef int64_t u
+    if q.rtop[j] >= 0:
+        u = q.rtop[j]
+        q.rtop[j] = q.unext[u]
+    else:
+        u = q.ufirst[j] + q.handed[j]
+        q.handed[j] += 1
+        if q.handed[j] == q.k[j]:
+            q.start[j] = now
+    cdef int64_t a = q.ucur[u]
+    cdef double end = now + q.times[q.utoff[u] + a]
+    q.ucur[u] = a + 1
+    cdef int64_t w = _ifree_pop(q)
+    _rel_push(q, end, w)
+    if q.srt:
+        _srt_add(q, &end, 1, False)
+    q.wunit[w] = u
+    q.work[j] += end - now
+    if a < q.unatt[u] - 1:
+        q.n_rt = _ev_push(q.rt_time, q.rt_job, q.n_rt, end + q.delay, u)
+    else:
+        q.left[j] -= 1
+        if q.uab[u]:
+            if not q.doomed[j]:
+                q.doomed[j] = 1
+            q.n_ab = _ev_push(q.ab_time, q.ab_job, q.n_ab, end, j)
+        elif end > q.dep[j]:
+            q.dep[j] = end
+    if not _wl_ready(q, j):
+        _wl_unlink(q, j)
+        q.status[j] = C_RETRY
+        if q.left[j] == 0 and not q.doomed[j]:
+            q.completed[j] = q.k[j]
+            q.status[j] = C_STARTED
+    elif q.srt:
+        _bt_set(q, j, _wl_next_hold(q, j))
+
+
+cdef void _wl_abort(Wait* q, int64_t j, double now) noexcept nogil:
+    """Non-barrier job j aborts at now (a task's last attempt failed): its running tasks are killed (their
+    workers released now), its waiting tasks dropped."""
+    cdef int64_t i, u
+    cdef bint cut = False
+    for i in range(q.n_rel):
+        u = q.wunit[q.rel_worker[i]]
+        if u >= 0 and q.ujob[u] == j and q.rel_time[i] > now:
+            q.work[j] -= q.rel_time[i] - now
+            q.rel_time[i] = now
+            cut = True
+    if cut:                                   # the heap again (its order is by (time, worker): no ties to keep)
+        for i in range(q.n_rel // 2 - 1, -1, -1):
+            _ev_sift_down(q.rel_time, q.rel_worker, q.n_rel, i)
+        if q.srt:
+            q.slo = 0
+            q.shi = q.n_rel
+            for i in range(q.n_rel):
+                q.sorted_rel[i] = q.rel_time[i]
+            qsort(q.sorted_rel, q.shi, sizeof(double), _compare_double)
+    if q.status[j] == C_WAITING:
+        _wl_unlink(q, j)
+    if q.handed[j] < q.k[j]:
+        q.start[j] = now
+    q.status[j] = C_STARTED
+    q.dep[j] = now
+    q.completed[j] = 0
+
+
+cdef void _ev_sift_down(double* ev_time, int64_t* ev_worker, int64_t n, int64_t pos) noexcept nogil:
+    cdef double t0 = ev_time[pos]
+    cdef int64_t w0 = ev_worker[pos]
+    cdef int64_t child
+    while True:
+        child = 2 * pos + 1
+        if child >= n:
+            break
+        if child + 1 < n and _ev_less(ev_time[child + 1], ev_worker[child + 1], ev_time[child], ev_worker[child]):
+            child += 1
+        if _ev_less(ev_time[child], ev_worker[child], t0, w0):
+            ev_time[pos] = ev_time[child]
+            ev_worker[pos] = ev_worker[child]
+            pos = child
+        else:
+            break
+    ev_time[pos] = t0
+    ev_worker[pos] = w0
+
+
 cdef void _wl_start_task(Wait* q, int64_t j, double now) noexcept nogil:
+    if q.fail:
+        _wl_start_unit(q, j, now)
+        return
     cdef int64_t i = q.handed[j]
     cdef double x = q.times[q.toff[j] + i]
     cdef int64_t w = _ifree_pop(q)
-    q.n_rel = _ev_push(q.rel_time, q.rel_worker, q.n_rel, now + x, w)
+    cdef double end = now + x
+    _rel_push(q, end, w)
+    if q.srt:
+        _srt_add(q, &end, 1, False)
     if q.do_trace:
         q.trace_worker[q.toff[j] + i] = w
         q.trace_start[q.toff[j] + i] = now
@@ -253,6 +500,8 @@ cdef void _wl_start_task(Wait* q, int64_t j, double now) noexcept nogil:
         q.completed[j] = q.k[j]
         q.status[j] = C_STARTED
         _wl_unlink(q, j)
+    elif q.srt:
+        _bt_set(q, j, _wl_next_hold(q, j))
 
 
 cdef int64_t _wl_fcfs(Wait* q, double now, const Service* sv) noexcept nogil:
@@ -265,9 +514,9 @@ cdef int64_t _wl_fcfs(Wait* q, double now, const Service* sv) noexcept nogil:
                 return j
             _wl_start_job(q, j, now, sv)
         else:
-            while q.n_free > 0 and q.handed[j] < q.k[j]:
+            while q.n_free > 0 and _wl_ready(q, j):
                 _wl_start_task(q, j, now)
-            if q.status[j] != C_STARTED:
+            if q.status[j] == C_WAITING:
                 return j
     return -1
 
@@ -287,7 +536,7 @@ cdef void _wl_first_fit(Wait* q, double now, const Service* sv) noexcept nogil:
         if q.barrier[best]:
             _wl_start_job(q, best, now, sv)
         else:
-            while q.n_free > 0 and q.handed[best] < q.k[best]:
+            while q.n_free > 0 and _wl_ready(q, best):
                 _wl_start_task(q, best, now)
 
 
@@ -298,48 +547,59 @@ cdef int _compare_double(const void* a, const void* b) noexcept nogil:
 
 
 cdef void _wl_backfill(Wait* q, double now, const Service* sv) noexcept nogil:
+    """EASY backfilling (EXTENSIONS.md section 4) as repeated choices of the earliest waiting job that may start
+    now: it fits in F and either finishes by t_H or takes at most x of the spare workers. F and x only shrink
+    during a decision, so a job passed over never becomes eligible later in it, and the earliest eligible job is
+    the one the walk in arrival order would start next. Per class it is the class's first job when its k <= x,
+    else the first job in its tree that finishes by t_H: O(classes log n) per start, whatever the queue."""
     cdef int64_t head = _wl_fcfs(q, now, sv)
-    cdef int64_t i, j, nj, need, spare, completed
-    cdef double t_h, d, top, useful
+    cdef int64_t need, spare, lo, hi, mid, c, p, cand, best
+    cdef double t_h, limit, key, best_key
     if head < 0 or not q.barrier[head] or q.n_free == 0:
         return
-    for i in range(q.n_rel):
-        q.sorted_rel[i] = q.rel_time[i]
-    qsort(q.sorted_rel, q.n_rel, sizeof(double), _compare_double)
-    need = q.k[head] - q.n_free
-    t_h = q.sorted_rel[need - 1]
-    spare = q.n_free - q.k[head]
-    for i in range(q.n_rel):
-        if q.sorted_rel[i] <= t_h:
-            spare += 1
-    j = q.nxt[head]
-    while j >= 0 and q.n_free > 0:
-        nj = q.nxt[j]
-        if q.barrier[j]:
-            if q.k[j] <= q.n_free:
-                d = _wl_service(q, j, sv, &completed, &useful)
-                if q.two_barrier:
-                    top = d
-                else:
-                    top = q.run[0]
-                    for i in range(1, q.k[j]):
-                        if q.run[i] > top:
-                            top = q.run[i]
-                if now + top <= t_h:
-                    _wl_start_job(q, j, now, sv)
-                elif q.k[j] <= spare:
-                    _wl_start_job(q, j, now, sv)
-                    spare -= q.k[j]
+    need = q.k[head] - q.n_free                   # H starts when need more workers are free: at the need-th release
+    t_h = q.sorted_rel[q.slo + need - 1]
+    lo = q.slo + need                             # x: the workers free at t_H beyond H's k (releases at t_H count)
+    hi = q.shi
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if q.sorted_rel[mid] <= t_h:
+            lo = mid + 1
         else:
-            while q.n_free > 0 and q.handed[j] < q.k[j]:
-                if now + q.times[q.toff[j] + q.handed[j]] <= t_h:
-                    _wl_start_task(q, j, now)
-                elif spare >= 1:
-                    _wl_start_task(q, j, now)
-                    spare -= 1
-                else:
-                    break
-        j = nj
+            hi = mid
+    spare = q.n_free - q.k[head] + (lo - q.slo)
+    limit = (t_h - now) + 1e-12 * (fabs(t_h) + fabs(now))     # a superset of now + key <= t_h, checked exactly
+    while q.n_free > 0:
+        best = -1
+        best_key = 0.0
+        for c in range(q.nclass):
+            if q.chead[c] < 0 or q.creq[c] > q.n_free:
+                continue
+            if q.creq[c] <= spare:
+                cand = q.chead[c]
+                key = q.btree[q.bbase[c] + q.bsize[c] + q.bpos[cand]]
+            else:
+                cand = -1
+                p = _bt_first(q, c, 0, limit)
+                while p >= 0:
+                    key = q.btree[q.bbase[c] + q.bsize[c] + p]
+                    if now + key <= t_h:
+                        cand = q.bjobs[q.bjbase[c] + p]
+                        break
+                    p = _bt_first(q, c, p + 1, limit)
+            if cand >= 0 and (best < 0 or cand < best):
+                best = cand
+                best_key = key
+        if best < 0:
+            return
+        if q.barrier[best]:
+            _wl_start_job(q, best, now, sv)
+            if not now + best_key <= t_h:
+                spare -= q.k[best]
+        else:
+            _wl_start_task(q, best, now)
+            if not now + best_key <= t_h:
+                spare -= 1
 
 
 cdef void _wl_server_filling(Wait* q, double now, const Service* sv) noexcept nogil:
@@ -407,7 +667,7 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
                         int64_t discipline) noexcept nogil:
     cdef double now = -INFINITY
     cdef double tick, rel, arr, bound
-    cdef int64_t j, released
+    cdef int64_t j, u, released
     for j in range(pos):                      # jobs of earlier calls that still wait, in arrival order
         if q.status[j] == C_WAITING:
             _wl_link(q, j)
@@ -424,16 +684,35 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
             tick = q.phase + q.tick_n * q.revive
         if rel < INFINITY and rel <= tick and rel <= arr and (pos < nw or rel <= next_first_arrival):
             now = rel                         # releases first: each freed worker offers itself
+            while q.n_ab > 0 and q.ab_time[0] <= now:     # (a job aborted now first releases its killed tasks)
+                j = q.ab_job[0]
+                q.n_ab = _ev_pop(q.ab_time, q.ab_job, q.n_ab)
+                if j >= 0 and q.status[j] != C_STARTED:
+                    _wl_abort(q, j, now)
             released = 0
             while q.n_rel > 0 and q.rel_time[0] == now:
                 _ifree_push(q, q.rel_worker[0])
                 q.n_rel = _ev_pop(q.rel_time, q.rel_worker, q.n_rel)
                 released += 1
-            while q.n_rt > 0 and q.rt_time[0] == now:     # then the failed jobs due now, at their places
-                j = q.rt_job[0]
+                if q.srt:
+                    q.slo += 1                # the earliest release, also first in the sorted copy
+            while q.n_rt > 0 and q.rt_time[0] == now:     # then the failed jobs (tasks) due now, at their places
+                u = q.rt_job[0]
                 q.n_rt = _ev_pop(q.rt_time, q.rt_job, q.n_rt)
-                q.status[j] = C_WAITING
-                _wl_insert(q, j)
+                if u < 0:
+                    continue                  # a task of an aborted job that has left the window
+                j = q.ujob[u]
+                if q.barrier[j]:
+                    q.status[j] = C_WAITING
+                    _wl_insert(q, j)
+                elif q.status[j] != C_STARTED:            # (an aborted job's task is dropped)
+                    q.unext[u] = q.rtop[j]
+                    q.rtop[j] = u
+                    if q.status[j] != C_WAITING:
+                        q.status[j] = C_WAITING
+                        _wl_insert(q, j)
+                    elif q.srt:
+                        _bt_set(q, j, _wl_next_hold(q, j))
             if q.event:
                 _wl_single(q, now, released, sv, discipline)
             else:
@@ -461,7 +740,12 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
                  int64_t[::1] free_ids, int64_t[::1] trace_worker, double[::1] trace_start, double[::1] trace_end,
                  bint event_overhead=False, double revive=1.0, double phase=0.0, double[::1] tick_state=None,
                  const int64_t[::1] natt=None, int64_t[::1] attempt=None, const unsigned char[::1] aborted=None,
-                 double delay=0.0, double[::1] rt_time=None, int64_t[::1] rt_job=None):
+                 double delay=0.0, double[::1] rt_time=None, int64_t[::1] rt_job=None,
+                 const int64_t[::1] ufirst=None, const int64_t[::1] ujob=None, const int64_t[::1] utoff=None,
+                 const int64_t[::1] unatt=None, const unsigned char[::1] uab=None, int64_t[::1] ucur=None,
+                 int64_t[::1] unext=None, int64_t[::1] rtop=None, int64_t[::1] left=None,
+                 unsigned char[::1] doomed=None, double[::1] ab_time=None, int64_t[::1] ab_job=None,
+                 int64_t[::1] wunit=None):
     """Process a window of jobs (those of earlier calls that have not all started, then a new chunk from
     ``pos``) until every event before ``next_first_arrival`` (inf: drain) is done; see the module docstring of
     :mod:`barrier_queues.schedulers.waitlist`. ``heap_state`` = (releases pending, free workers) carries the
@@ -470,7 +754,11 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
     that need one slot; revive ticks (``phase`` + n ``revive``; n carried in ``tick_state[0]``) and arrivals
     make global offers. With ``natt`` (failures): ``times`` holds every attempt's holds (``k`` per attempt from
     ``toff``), ``attempt`` each job's current attempt, ``aborted`` whether its last attempt fails; failed jobs
-    wait in the heap ``rt_time``/``rt_job`` (``heap_state[2]`` entries) until they wait again."""
+    wait in the heap ``rt_time``/``rt_job`` (``heap_state[2]`` entries, by unit) until they wait again; the units
+    (``ufirst`` per job; ``ujob``, ``utoff``, ``unatt``, ``uab``, ``ucur``, ``unext`` per unit) let a non-barrier
+    job's tasks fail and be retried alone (``rtop``: its failed tasks due again, ``left``: tasks whose last
+    attempt has not started, ``doomed``; aborts in the heap ``ab_time``/``ab_job``, ``heap_state[3]`` entries;
+    ``wunit``: each worker's unit)."""
     cdef Service sv = _service(phases, policy, stragglers, params)
     cdef int64_t nw = arrival.shape[0]
     cdef int64_t nclass = creq.shape[0]
@@ -482,7 +770,7 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
         if k[j] > kmax:
             kmax = k[j]
     cdef int64_t* links = <int64_t*> malloc((4 * nw + 2 * nclass + 1) * sizeof(int64_t))
-    cdef double* buffers = <double*> malloc((2 * kmax + s + 1) * sizeof(double))
+    cdef double* buffers = <double*> malloc((2 * kmax + 2 * s + 1) * sizeof(double))
     if links == NULL or buffers == NULL:
         free(links)
         free(buffers)
@@ -521,6 +809,14 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
     q.run = buffers
     q.scratch = buffers + kmax
     q.sorted_rel = buffers + 2 * kmax
+    q.srt = discipline == C_BACKFILL              # the release times kept sorted (from the heap, once per call)
+    q.slo = 0
+    q.shi = heap_state[0] if q.srt else 0
+    q.scap = 2 * s + 1
+    for j in range(q.shi):
+        q.sorted_rel[j] = rel_time[j]
+    if q.shi > 1:
+        qsort(q.sorted_rel, q.shi, sizeof(double), _compare_double)
     q.two_barrier = two_barrier
     q.servers = s
     q.event = event_overhead
@@ -539,13 +835,74 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
     q.rt_time = &rt_time[0] if q.fail and rt_time.shape[0] else NULL
     q.rt_job = &rt_job[0] if q.fail and rt_job.shape[0] else NULL
     q.n_rt = heap_state[2] if q.fail else 0
+    if q.fail:
+        q.ufirst = &ufirst[0] if nw else NULL
+        q.ujob = &ujob[0] if ujob.shape[0] else NULL
+        q.utoff = &utoff[0] if utoff.shape[0] else NULL
+        q.unatt = &unatt[0] if unatt.shape[0] else NULL
+        q.uab = &uab[0] if uab.shape[0] else NULL
+        q.ucur = &ucur[0] if ucur.shape[0] else NULL
+        q.unext = &unext[0] if unext.shape[0] else NULL
+        q.rtop = &rtop[0] if nw else NULL
+        q.left = &left[0] if nw else NULL
+        q.doomed = &doomed[0] if nw else NULL
+        q.ab_time = &ab_time[0] if ab_time.shape[0] else NULL
+        q.ab_job = &ab_job[0] if ab_job.shape[0] else NULL
+        q.wunit = &wunit[0]
+    q.n_ab = heap_state[3] if q.fail else 0
+    q.ids = q.do_trace or q.fail
+    q.sv = &sv
+    cdef int64_t* bint_buf = NULL
+    cdef double* btree = NULL
+    cdef int64_t nb, total_tree, c
+    if q.srt:                                     # backfill's trees: per class, its window jobs in arrival order
+        bint_buf = <int64_t*> malloc((3 * nclass + 2 * nw + 1) * sizeof(int64_t))
+        if bint_buf == NULL:
+            free(links)
+            free(buffers)
+            raise MemoryError("the waiting-list kernel could not allocate its buffers")
+        q.bbase = bint_buf
+        q.bsize = bint_buf + nclass
+        q.bjbase = bint_buf + 2 * nclass
+        q.bpos = bint_buf + 3 * nclass
+        q.bjobs = bint_buf + 3 * nclass + nw
+        for c in range(nclass):
+            (<int64_t*> q.bsize)[c] = 0
+        for j in range(nw):                       # bsize counts the class's jobs for now
+            (<int64_t*> q.bpos)[j] = q.bsize[cls[j]]
+            (<int64_t*> q.bsize)[cls[j]] += 1
+        total_tree = 0
+        nb = 0
+        for c in range(nclass):
+            (<int64_t*> q.bjbase)[c] = nb
+            nb += q.bsize[c]
+            j = 1
+            while j < q.bsize[c]:
+                j <<= 1
+            (<int64_t*> q.bsize)[c] = j
+            (<int64_t*> q.bbase)[c] = total_tree
+            total_tree += 2 * j
+        for j in range(nw):
+            (<int64_t*> q.bjobs)[q.bjbase[cls[j]] + q.bpos[j]] = j
+        btree = <double*> malloc(total_tree * sizeof(double) + 1)
+        if btree == NULL:
+            free(links)
+            free(buffers)
+            free(bint_buf)
+            raise MemoryError("the waiting-list kernel could not allocate its buffers")
+        for j in range(total_tree):
+            btree[j] = INFINITY
+        q.btree = btree
     with nogil:
         _run_waitlist(&q, nw, pos, next_first_arrival, &sv, discipline)
     heap_state[0] = q.n_rel
     heap_state[1] = q.n_free
     if q.fail:
         heap_state[2] = q.n_rt
+        heap_state[3] = q.n_ab
     if tick_state is not None:
         tick_state[0] = q.tick_n
     free(links)
     free(buffers)
+    free(bint_buf)
+    free(btree)

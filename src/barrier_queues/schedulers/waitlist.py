@@ -19,13 +19,18 @@ decides which waiting jobs start, on the lowest-numbered free workers:
 Each job's tasks follow its service rule (:mod:`barrier_queues.rules`). The
 kernel part is ``waitlist.pxi`` (``run_waitlist``): first-fit costs
 ``O(classes)`` per started job (one FIFO per (k, barrier) class), fcfs
-``O(1)``, server-filling ``O(s)``; backfill walks the jobs behind the
-reservation (``O(waiting jobs)`` per blocked decision, as EASY does). The
-plain reference is :func:`~barrier_queues.schedulers.waitlist_reference.simulate_waitlist_reference`.
+``O(1)``, server-filling ``O(s)``; backfill keeps the release times sorted
+(its reservation in ``O(log s)``) and, per class, a min segment tree of when
+each waiting job would finish, so that instead of walking the jobs behind
+the reservation (``O(waiting jobs)``, as the reference and EASY
+implementations do) it finds the next job to start in ``O(classes log n)``:
+a decision's cost does not grow with the queue. The plain reference is
+:func:`~barrier_queues.schedulers.waitlist_reference.simulate_waitlist_reference`.
 
 Inputs stream chunk by chunk: the kernel keeps a window of the jobs that
-have not all started (in arrival order) and hands back those before the
-first unstarted job, so results reach the statistics in arrival order.
+have not all started (in arrival order; with failures, not done); jobs done
+behind one that still waits are parked outside it, and results reach the
+statistics in arrival order.
 """
 
 from __future__ import annotations
@@ -62,7 +67,8 @@ class _Window:
     """The jobs that have not all started, then the newest chunk (arrays in arrival order)."""
 
     FIELDS = ("arrival", "k", "barrier", "cls", "toff", "status", "handed", "start", "dep", "work", "useful",
-              "completed", "job_class", "natt", "attempt", "aborted")
+              "completed", "job_class", "natt", "attempt", "aborted", "ufirst", "rtop", "left", "doomed", "seq")
+    UNIT_FIELDS = ("ujob", "utoff", "unatt", "uab", "ucur", "unext")
 
     def __init__(self, system):
         self.system = system
@@ -72,11 +78,16 @@ class _Window:
         s = system.servers
         self.rel_time, self.rel_worker = np.zeros(s), np.zeros(s, dtype=np.int64)
         self.free_ids = np.arange(s, dtype=np.int64)
-        self.heap_state = np.array([0, s, 0], dtype=np.int64)     # releases, free workers, failed jobs pending
         self.tick_state = np.zeros(1)
         self.phase = 0.0
         self.fail = failures.enabled(system)
+        self.heap_state = np.array([0, s, 0, 0], dtype=np.int64)  # releases, free workers, retries, aborts
         self.rt_time, self.rt_job = np.zeros(0), np.zeros(0, dtype=np.int64)
+        self.ab_time, self.ab_job = np.zeros(0), np.zeros(0, dtype=np.int64)
+        self.units = None
+        self.wunit = np.full(s, -1, dtype=np.int64)          # each worker's unit (failures)
+        self.parked = []                                     # done jobs behind a waiting one: (results, seq)
+        self.seq = 0                                         # jobs appended so far
 
     def append(self, chunk: dict) -> int:
         """Add a chunk after the jobs still in the window; returns the index of its first job."""
@@ -91,17 +102,38 @@ class _Window:
                "job_class": chunk["cls"] if "cls" in chunk else cls.astype(np.int64),
                "natt": chunk["attempts"] if fail else np.ones(n, dtype=np.int64),
                "attempt": np.zeros(n, dtype=np.int64),
-               "aborted": chunk["aborted"] if fail else np.zeros(n, dtype=np.bool_)}
+               "aborted": chunk["aborted"] if fail else np.zeros(n, dtype=np.bool_),
+               "seq": np.arange(self.seq, self.seq + n, dtype=np.int64)}
+        self.seq += n
+        pos = 0 if self.arrays is None else self.arrays["arrival"].size
         if fail:
             new["useful"] = chunk["useful"].copy()          # the successful attempt's work (the kernel times only)
-        pos = 0 if self.arrays is None else self.arrays["arrival"].size
+            nu = chunk["unit_attempts"].size
+            held = 0 if self.units is None else self.units["ujob"].size
+            new.update(ufirst=chunk["unit_first"] + held, rtop=np.full(n, -1, dtype=np.int64),
+                       left=np.where(chunk["barrier"], 0, chunk["tasks"]).astype(np.int64),
+                       doomed=np.zeros(n, dtype=np.uint8))
+            unew = {"ujob": np.repeat(np.arange(n), np.diff(np.append(chunk["unit_first"], nu))) + pos,
+                    "utoff": chunk["unit_toff"] + self.times.size, "unatt": chunk["unit_attempts"],
+                    "uab": chunk["unit_aborted"].astype(np.uint8), "ucur": np.zeros(nu, dtype=np.int64),
+                    "unext": np.full(nu, -1, dtype=np.int64)}
+            self.units = unew if self.units is None else {f: np.concatenate([self.units[f], unew[f]])
+                                                          for f in self.UNIT_FIELDS}
+        else:
+            for f in ("ufirst", "rtop", "left"):
+                new[f] = np.zeros(n, dtype=np.int64)
+            new["doomed"] = np.zeros(n, dtype=np.uint8)
         self.arrays = new if self.arrays is None else {f: np.concatenate([self.arrays[f], new[f]])
                                                        for f in self.FIELDS}
         self.times = np.concatenate([self.times, chunk["holds"] if fail else chunk["times"]])
-        size = self.arrays["arrival"].size
-        if fail and self.rt_time.size < size:               # room for every job of the window in the retry heap
-            self.rt_time = np.concatenate([self.rt_time, np.zeros(size - self.rt_time.size)])
-            self.rt_job = np.concatenate([self.rt_job, np.zeros(size - self.rt_job.size, dtype=np.int64)])
+        if fail:                                            # room in the retry and abort heaps: a unit each, and
+            room = self.units["ujob"].size + int(self.heap_state[2:].max())     # the entries they hold
+            if self.rt_time.size < room:
+                grow = 2 * room - self.rt_time.size
+                self.rt_time = np.concatenate([self.rt_time, np.zeros(grow)])
+                self.rt_job = np.concatenate([self.rt_job, np.zeros(grow, dtype=np.int64)])
+                self.ab_time = np.concatenate([self.ab_time, np.zeros(grow)])
+                self.ab_job = np.concatenate([self.ab_job, np.zeros(grow, dtype=np.int64)])
         return pos
 
     def run(self, pos: int, next_first_arrival: float, discipline: int, trace):
@@ -116,25 +148,87 @@ class _Window:
             self.heap_state, self.free_ids, tw, ts, te, self.system.overhead == "event",
             self.system.revive_interval or 1.0, self.phase, self.tick_state,
             *((a["natt"], a["attempt"], a["aborted"].astype(np.uint8), self.system.resubmit_delay, self.rt_time,
-               self.rt_job) if self.fail else ()))
+               self.rt_job, a["ufirst"], *(self.units[f] for f in self.UNIT_FIELDS), a["rtop"], a["left"],
+               a["doomed"], self.ab_time, self.ab_job, self.wunit) if self.fail else ()))
+
+    RESULTS = {"arrival": "arrival", "tasks": "k", "barrier": "barrier", "start": "start", "departure": "dep",
+               "work": "work", "useful": "useful", "completed": "completed", "cls": "job_class"}
 
     def take_started(self) -> dict:
-        """Remove and return the jobs before the first one that has not all started."""
+        """Remove the jobs that have all started (with failures: that are done) and return those before the
+        first job still in the window, in arrival order. Jobs done behind a job that still waits are parked
+        (without copying) until it starts, so the window holds only jobs not done and a decision's cost does
+        not grow with the jobs that passed a waiting gang."""
         a = self.arrays
+        n = a["arrival"].size
         waiting = np.flatnonzero(a["status"] != 2)
-        cut = int(waiting[0]) if waiting.size else a["arrival"].size
-        done = {"arrival": a["arrival"][:cut], "tasks": a["k"][:cut], "barrier": a["barrier"][:cut],
-                "start": a["start"][:cut], "departure": a["dep"][:cut], "work": a["work"][:cut],
-                "useful": a["useful"][:cut], "completed": a["completed"][:cut], "cls": a["job_class"][:cut]}
-        if self.fail:
-            done.update(attempts=a["natt"][:cut], aborted=a["aborted"][:cut])
-        if cut:
-            self.rt_job[:self.heap_state[2]] -= cut                # the failed jobs pending keep their index
-            first_draw = int(a["toff"][cut]) if cut < a["arrival"].size else self.times.size
-            self.arrays = {f: v[cut:].copy() for f, v in a.items()}
-            self.arrays["toff"] -= first_draw
-            self.times = self.times[first_draw:].copy()
+        first = int(waiting[0]) if waiting.size else n
+        keys = {**self.RESULTS, **({"attempts": "natt", "aborted": "aborted"} if self.fail else {})}
+        if waiting.size == n - first:                       # the done jobs are a prefix: hand them on
+            done = {out: a[f][:first] for out, f in keys.items()}
+            seq = a["seq"][:first]
+        else:
+            finished = np.flatnonzero(a["status"] == 2)
+            self.parked.append(({out: a[f][finished] for out, f in keys.items()}, a["seq"][finished]))
+            done, seq = None, None
+        limit = a["seq"][first] if waiting.size else np.iinfo(np.int64).max
+        if self.parked and min(int(q[0]) for _, q in self.parked) < limit:     # (each block's seq ascends)
+            parts, kept = [(done, seq)] if done is not None else [], []
+            for block, q in self.parked:                    # split each block at the limit (views, no copy)
+                cut = int(np.searchsorted(q, limit))
+                if cut:
+                    parts.append(({key: v[:cut] for key, v in block.items()}, q[:cut]))
+                if cut < q.size:
+                    kept.append(({key: v[cut:] for key, v in block.items()}, q[cut:]))
+            allseq = np.concatenate([q for _, q in parts])
+            order = np.argsort(allseq, kind="stable")
+            done = {key: np.concatenate([b[key] for b, _ in parts])[order] for key in keys}
+            self.parked = kept
+        elif done is None:
+            done = {key: a[f][:0] for key, f in keys.items()}
+        if waiting.size < n:
+            self._keep(waiting)
         return done
+
+    def _keep(self, keep: np.ndarray) -> None:
+        """Shrink the window to the jobs ``keep`` (in order): their arrays, their draws, and with failures their
+        units and the heaps' entries (renumbered; entries of removed jobs and units become -1)."""
+        a = self.arrays
+        n = a["arrival"].size
+        ends = np.append(a["toff"][1:], self.times.size)
+        sizes = (ends - a["toff"])[keep]
+        idx = np.repeat(a["toff"][keep] - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
+        self.times = self.times[idx]
+        new_toff = np.cumsum(sizes) - sizes
+        shift = new_toff - a["toff"][keep]                  # how far each kept job's draws moved
+        self.arrays = {f: v[keep] for f, v in a.items()}
+        self.arrays["toff"] = new_toff
+        if not self.fail:
+            return
+        u = self.units
+        nu = u["ujob"].size
+        uends = np.append(a["ufirst"][1:], nu)
+        counts = (uends - a["ufirst"])[keep]
+        ukeep = np.repeat(a["ufirst"][keep] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        jmap = np.full(n, -1, dtype=np.int64)
+        jmap[keep] = np.arange(keep.size)
+        umap = np.full(nu, -1, dtype=np.int64)
+        umap[ukeep] = np.arange(ukeep.size)
+        self.units = {f: v[ukeep] for f, v in u.items()}
+        self.units["ujob"] = jmap[self.units["ujob"]]
+        self.units["utoff"] = self.units["utoff"] + np.repeat(shift, counts)
+        self.arrays["ufirst"] = np.cumsum(counts) - counts
+        ok = self.wunit >= 0
+        self.wunit[ok] = umap[self.wunit[ok]]
+        self.wunit[~ok] = -1
+        for times, heap, mapping, size in ((self.rt_time, self.rt_job, umap, self.heap_state[2]),
+                                           (self.ab_time, self.ab_job, jmap, self.heap_state[3])):
+            v = heap[:size]
+            ok = v >= 0
+            v[ok] = mapping[v[ok]]
+            v[~ok] = -1
+            order = np.lexsort((v, times[:size]))          # sorted by (time, entry): still a heap for the kernel
+            times[:size], heap[:size] = times[:size][order], v[order]
 
 
 def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None):
@@ -192,7 +286,8 @@ def run_inputs(system, inputs: dict, phase: float = 0.0, discipline: str | None 
     window.phase = phase
     keys = ("arrival", "tasks", "barrier", "offsets", "times")
     if window.fail:
-        keys += ("toff", "holds", "attempts", "aborted", "useful")
+        keys += ("toff", "holds", "attempts", "aborted", "useful", "unit_attempts", "unit_aborted", "unit_toff",
+                 "unit_first")
     pos = window.append({key: inputs[key] for key in keys})
     window.run(pos, np.inf, discipline_code(discipline or system.scheduling), trace_arrays(False, 0))
     out = window.take_started()
@@ -207,7 +302,7 @@ def reference(system, inputs: dict, phase: float = 0.0, trace: bool = False, dis
     """:func:`simulate_waitlist_reference` for a system and its inputs (with failures, from the raw draws)."""
     fail = None
     if failures.enabled(system):
-        fail = {"clocks": inputs["clocks"], "fresh": inputs["fresh"], "attempts": inputs["attempts"],
+        fail = {"clocks": inputs["clocks"], "fresh": inputs["fresh"], "unit_attempts": inputs["unit_attempts"],
                 "max_attempts": system.max_attempts, "delay": system.resubmit_delay,
                 "identical": system.retry_work == "identical", "tau": system.checkpoint_interval,
                 "delta": system.checkpoint_cost, "restart": system.restart_cost}

@@ -25,12 +25,19 @@ releases come first. With ``F`` free workers a decision runs the discipline:
 
 Free workers are taken lowest index first (a heap of free worker ids).
 
-Failures (EXTENSIONS.md section 5): each job's attempts are worked out here
+Failures (EXTENSIONS.md section 5): each unit's attempts are worked out here
 from the raw draws (its task times, one failure clock per task and attempt,
-fresh task times for ``different`` work), with plain loops. A failed attempt
-frees the job's workers at the failure instant and the job waits again,
-``D`` later, at its place in arrival order; at an instant, releases come
-first, then the failed jobs due then, then the decision.
+fresh task times for ``different`` work), with plain loops; a unit is a
+barrier job or one task of a non-barrier job. A failed attempt of a barrier
+job frees its workers at the failure instant and the job waits again, ``D``
+later, at its place in arrival order. A failed task of a non-barrier job is
+due again ``D`` after it ends; its job then waits at its place, and its
+failed tasks due again start before its other tasks, the latest due first
+(Spark takes a task set's pending tasks from the end of a list to which a
+failed task is appended). When a task's last attempt fails its job aborts:
+its running tasks are killed then, its waiting ones dropped. At an instant:
+aborts, then releases, then the failed jobs and tasks due then, then the
+decision.
 """
 
 from __future__ import annotations
@@ -68,6 +75,8 @@ class _Waitlist:
         self.reservations = reservations
         self.fail = None
         self.retries = []
+        self.aborts = []
+        self.running = {}
 
     def run_of(self, j):
         """One job's service (a function of its draws: computed once); with failures, its current attempt."""
@@ -79,23 +88,117 @@ class _Waitlist:
         return self.served[j]
 
     def setup_failures(self, fail, times):
-        """Each job's attempts from its raw draws: a list of (holds, failed) and whether it was aborted."""
+        """Each unit's attempts from its raw draws: a list of (holds, failed) and whether it was aborted; a
+        barrier job is one unit, a non-barrier job one per task (numbered in job order, then task order)."""
         self.fail = fail
         self.retries: list[tuple[float, int]] = []
         self.attempt = [0] * len(self.tasks)
         self.fail_attempts, self.fail_useful, self.fail_aborted = [], [], []
+        self.unit_of, self.first_unit = [], []
+        self.task_attempts, self.task_aborted, self.cur, self.stack = [], [], [], []
+        self.left, self.dead, self.doomed, self.job_attempts = [], [], [], []
         at = 0
         for j, k in enumerate(self.tasks):
-            made = int(fail["attempts"][j])
-            clocks = [float(c) for c in fail["clocks"][at:at + made * k]]
-            fresh = [float(c) for c in fail["fresh"][at:at + made * k]]
-            attempts, useful, aborted = job_attempts(self.draws[j], clocks, fresh, k, fail)
-            if len(attempts) != made:
-                raise AssertionError(f"job {j}: {len(attempts)} attempts here, {made} in the inputs")
-            self.fail_attempts.append(attempts)
-            self.fail_useful.append(useful)
-            self.fail_aborted.append(aborted)
-            at += made * k
+            self.first_unit.append(len(self.unit_of))
+            parts = [(self.draws[j], k)] if self.barrier[j] else [([x], 1) for x in self.draws[j][:k]]
+            made_all, useful_all, aborted_any, per = [], 0.0, False, []
+            for i, (first, size) in enumerate(parts):
+                u = len(self.unit_of)
+                self.unit_of.append((j, i))
+                made = int(fail["unit_attempts"][u])
+                clocks = [float(c) for c in fail["clocks"][at:at + made * size]]
+                fresh = [float(c) for c in fail["fresh"][at:at + made * size]]
+                attempts, useful, aborted = job_attempts(first, clocks, fresh, size, fail)
+                if len(attempts) != made:
+                    raise AssertionError(f"unit {u}: {len(attempts)} attempts here, {made} in the inputs")
+                per.append((attempts, aborted))
+                made_all.append(made)
+                useful_all += useful
+                aborted_any = aborted_any or aborted
+                at += made * size
+            self.fail_attempts.append(per[0][0])
+            self.fail_useful.append(0.0 if aborted_any else useful_all)
+            if not self.barrier[j]:
+                self.res["useful"][j] = self.fail_useful[j]
+            self.fail_aborted.append(aborted_any)
+            self.job_attempts.append(max(made_all))
+            self.task_attempts.append([a for a, _ in per])
+            self.task_aborted.append([b for _, b in per])
+            self.cur.append([0] * len(per))
+            self.stack.append([])
+            self.left.append(0 if self.barrier[j] else k)
+            self.dead.append(False)
+            self.doomed.append(False)
+
+    def ready(self, j):
+        """Whether non-barrier job j has a task to start (one not yet started, or a failed one due again)."""
+        return self.handed[j] < self.tasks[j] or (self.fail is not None and bool(self.stack[j]))
+
+    def next_hold(self, j):
+        if self.fail is None:
+            return self.draws[j][self.handed[j]]
+        i = self.stack[j][-1] if self.stack[j] else self.handed[j]
+        return self.task_attempts[j][i][self.cur[j][i]][0][0]
+
+    def start_unit(self, j, now):
+        """The next task of non-barrier job j with failures (a failed one due again first, latest first)."""
+        r = self.res
+        if self.stack[j]:
+            i = self.stack[j].pop()
+        else:
+            i = self.handed[j]
+            self.handed[j] += 1
+            if self.handed[j] == self.tasks[j]:
+                r["start"][j] = now
+        a = self.cur[j][i]
+        self.cur[j][i] = a + 1
+        made = self.task_attempts[j][i]
+        end = now + made[a][0][0]
+        w = heapq.heappop(self.free)
+        heapq.heappush(self.releases, (end, w))
+        self.running[w] = j
+        r["work"][j] += end - now
+        if a < len(made) - 1:
+            heapq.heappush(self.retries, (end + self.fail["delay"], self.first_unit[j] + i))
+        else:
+            self.left[j] -= 1
+            if self.task_aborted[j][i]:
+                self.doomed[j] = True
+                heapq.heappush(self.aborts, (end, j))
+            else:
+                r["departure"][j] = max(r["departure"][j], end)
+        if not self.ready(j):
+            self.waiting.remove(j)
+            if self.left[j] == 0 and not self.doomed[j]:
+                r["completed"][j] = self.tasks[j]
+
+    def abort(self, j, now):
+        """Non-barrier job j aborts: its running tasks are killed now, its waiting tasks dropped."""
+        r = self.res
+        kept = []
+        for t, w in self.releases:
+            if self.running.get(w) == j and t > now:
+                r["work"][j] -= t - now
+                t = now
+            kept.append((t, w))
+        heapq.heapify(kept)
+        self.releases = kept
+        if j in self.waiting:
+            self.waiting.remove(j)
+        if self.handed[j] < self.tasks[j]:
+            r["start"][j] = now
+        self.dead[j] = True
+        r["departure"][j], r["completed"][j] = now, 0
+
+    def due(self, u):
+        """Unit u is due again after a failure: its job waits again at its place."""
+        j, i = self.unit_of[u]
+        if self.barrier[j]:
+            bisect.insort(self.waiting, j)
+        elif not self.dead[j]:
+            self.stack[j].append(i)
+            if j not in self.waiting:
+                bisect.insort(self.waiting, j)
 
     def start_attempt(self, j, now):
         holds = self.fail_attempts[j][self.attempt[j]][0]
@@ -108,10 +211,11 @@ class _Waitlist:
             w = heapq.heappop(self.free)
             total += busy
             heapq.heappush(self.releases, (now + (cut if self.two_barrier else busy), w))
+            self.running[w] = j
         r["work"][j] += total
         self.waiting.remove(j)
         if self.attempt[j] < len(self.fail_attempts[j]) - 1:
-            heapq.heappush(self.retries, (now + cut + self.fail["delay"], j))
+            heapq.heappush(self.retries, (now + cut + self.fail["delay"], self.first_unit[j]))
             self.attempt[j] += 1
             return
         r["departure"][j] = now + cut
@@ -136,6 +240,9 @@ class _Waitlist:
         self.waiting.remove(j)
 
     def start_task(self, j, now):
+        if self.fail is not None:
+            self.start_unit(j, now)
+            return
         i = self.handed[j]
         x = self.draws[j][i]
         w = heapq.heappop(self.free)
@@ -160,9 +267,9 @@ class _Waitlist:
                     return j
                 self.start_job(j, now)
             else:
-                while self.free and self.handed[j] < self.tasks[j]:
+                while self.free and self.ready(j):
                     self.start_task(j, now)
-                if self.handed[j] < self.tasks[j]:
+                if self.ready(j):
                     return j
         return None
 
@@ -174,7 +281,7 @@ class _Waitlist:
                 if self.tasks[j] <= len(self.free):
                     self.start_job(j, now)
             else:
-                while self.free and self.handed[j] < self.tasks[j]:
+                while self.free and self.ready(j):
                     self.start_task(j, now)
 
     def backfill(self, now):
@@ -200,8 +307,8 @@ class _Waitlist:
                     self.start_job(j, now)
                     spare -= k
             else:
-                while self.free and self.handed[j] < self.tasks[j]:
-                    if now + self.draws[j][self.handed[j]] <= t_h:
+                while self.free and self.ready(j):
+                    if now + self.next_hold(j) <= t_h:
                         self.start_task(j, now)
                     elif spare >= 1:
                         self.start_task(j, now)
@@ -309,11 +416,15 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
             tick = phase + tick_n * revive
         if rel < math.inf and rel <= tick and rel <= arr:
             now, released = rel, 0
+            while q.aborts and q.aborts[0][0] <= now:
+                j = heapq.heappop(q.aborts)[1]
+                if not q.dead[j]:
+                    q.abort(j, now)
             while q.releases and q.releases[0][0] == now:
                 heapq.heappush(q.free, heapq.heappop(q.releases)[1])
                 released += 1
             while q.retries and q.retries[0][0] == now:
-                bisect.insort(q.waiting, heapq.heappop(q.retries)[1])
+                q.due(heapq.heappop(q.retries)[1])
             if event_overhead:
                 q.single(now, released, discipline)
             else:
@@ -328,7 +439,7 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
             i += 1
             decide(now)
     if failures is not None:
-        q.res["attempts"] = [len(a) for a in q.fail_attempts]
+        q.res["attempts"] = list(q.job_attempts)
         q.res["aborted"] = list(q.fail_aborted)
     return (q.res, q.tr) if trace else q.res
 
