@@ -67,14 +67,14 @@ class _Window:
     """The jobs that have not all started, then the newest chunk (arrays in arrival order)."""
 
     FIELDS = ("arrival", "k", "barrier", "cls", "toff", "status", "handed", "start", "dep", "work", "useful",
-              "completed", "job_class", "natt", "attempt", "aborted", "ufirst", "rtop", "left", "doomed", "seq")
+              "completed", "job_class", "natt", "attempt", "aborted", "ufirst", "rtop", "left", "doomed", "seq", "nd")
     UNIT_FIELDS = ("ujob", "utoff", "unatt", "uab", "ucur", "unext")
 
     def __init__(self, system):
         self.system = system
         self.ks, self.creq = classes(system)
         self.arrays = None
-        self.times = np.empty(0)
+        self._draws, self._used = np.empty(0), 0             # the draws (holds): a buffer that doubles
         s = system.servers
         self.rel_time, self.rel_worker = np.zeros(s), np.zeros(s, dtype=np.int64)
         self.free_ids = np.arange(s, dtype=np.int64)
@@ -88,6 +88,20 @@ class _Window:
         self.wunit = np.full(s, -1, dtype=np.int64)          # each worker's unit (failures)
         self.parked = []                                     # done jobs behind a waiting one: (results, seq)
         self.seq = 0                                         # jobs appended so far
+
+    @property
+    def times(self) -> np.ndarray:
+        """The window's draws (holds with failures), each job's from its ``toff``."""
+        return self._draws[:self._used]
+
+    def _push(self, values: np.ndarray) -> None:
+        need = self._used + values.size
+        if need > self._draws.size:                         # amortised O(1) per draw, not a copy per chunk
+            grown = np.empty(max(need, 2 * self._draws.size))
+            grown[:self._used] = self._draws[:self._used]
+            self._draws = grown
+        self._draws[self._used:need] = values
+        self._used = need
 
     def append(self, chunk: dict) -> int:
         """Add a chunk after the jobs still in the window; returns the index of its first job."""
@@ -104,6 +118,8 @@ class _Window:
                "attempt": np.zeros(n, dtype=np.int64),
                "aborted": chunk["aborted"] if fail else np.zeros(n, dtype=np.bool_),
                "seq": np.arange(self.seq, self.seq + n, dtype=np.int64)}
+        drawn = chunk["holds" if fail else "times"].size            # each job's draws (holds), in job order
+        new["nd"] = np.diff(np.append(new["toff"] - self.times.size, drawn))
         self.seq += n
         pos = 0 if self.arrays is None else self.arrays["arrival"].size
         if fail:
@@ -125,7 +141,7 @@ class _Window:
             new["doomed"] = np.zeros(n, dtype=np.uint8)
         self.arrays = new if self.arrays is None else {f: np.concatenate([self.arrays[f], new[f]])
                                                        for f in self.FIELDS}
-        self.times = np.concatenate([self.times, chunk["holds"] if fail else chunk["times"]])
+        self._push(chunk["holds"] if fail else chunk["times"])
         if fail:                                            # room in the retry and abort heaps: a unit each, and
             room = self.units["ujob"].size + int(self.heap_state[2:].max())     # the entries they hold
             if self.rt_time.size < room:
@@ -195,14 +211,16 @@ class _Window:
         units and the heaps' entries (renumbered; entries of removed jobs and units become -1)."""
         a = self.arrays
         n = a["arrival"].size
-        ends = np.append(a["toff"][1:], self.times.size)
-        sizes = (ends - a["toff"])[keep]
-        idx = np.repeat(a["toff"][keep] - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
-        self.times = self.times[idx]
-        new_toff = np.cumsum(sizes) - sizes
-        shift = new_toff - a["toff"][keep]                  # how far each kept job's draws moved
+        sizes = a["nd"][keep]
         self.arrays = {f: v[keep] for f, v in a.items()}
-        self.arrays["toff"] = new_toff
+        if 2 * int(sizes.sum()) < self.times.size:          # compact the draws once half of them are dead
+            idx = np.repeat(a["toff"][keep] - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
+            self._draws, self._used = self.times[idx], idx.size
+            new_toff = np.cumsum(sizes) - sizes
+            shift = new_toff - a["toff"][keep]              # how far each kept job's draws moved
+            self.arrays["toff"] = new_toff
+        else:
+            shift = np.zeros(keep.size, dtype=np.int64)
         if not self.fail:
             return
         u = self.units
