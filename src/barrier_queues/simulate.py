@@ -54,6 +54,7 @@ from .statistics import (
     merge_histograms,
     sectioning_interval,
     t_interval,
+    wilson_interval,
 )
 from .system import BarrierSystem, as_system
 
@@ -321,8 +322,10 @@ class SimulationResult:
     def _failure_summary(self, level: float, utilization: float) -> dict:
         """With failures: ``aborted_share``, ``mean_attempts`` per job and ``goodput`` (the work of the tasks of
         successful attempts per unit of task time spent, useful / work), over every job of every replication
-        (no warm-up: a job's attempts do not depend on the queue), with t intervals over replications; the
-        waiting, execution and sojourn above are those of the completed jobs."""
+        (no warm-up: a job's attempts do not depend on the queue), with t intervals over replications, but
+        for the aborted share a Wilson interval over all jobs (each job aborts or not independently of the
+        others; with rare aborts a t interval over a few replications misses); the waiting, execution and
+        sojourn above are those of the completed jobs."""
         per = [s.extra["failures"] for s in self.stats]
         jobs = sum(f["jobs"] for f in per)
         values = {"aborted_share": [f["aborted"] / f["jobs"] for f in per],
@@ -335,6 +338,9 @@ class SimulationResult:
                "failure_ci": {"level": level, "method": "t interval over replications (every job, no warm-up)"}}
         for name, v in values.items():
             out["failure_ci"][name] = t_interval(v, level) if len(v) >= 2 else None
+        out["failure_ci"]["aborted_share"] = wilson_interval(out["aborted_jobs"], int(jobs), level)
+        out["failure_ci"]["method"] = ("t interval over replications (every job, no warm-up); aborted share: "
+                                       "Wilson score interval over every job")
         out["measured_jobs"] = "completed jobs only (aborted jobs are in aborted_share)"
         done = sum(f["completed_work"] for f in per)
         if done > 0:                        # the measured jobs are the completed ones: add the aborted ones' work

@@ -126,6 +126,21 @@ def _t_ppf(level: float, dof: int) -> float:
     return t_quantile(level, dof)
 
 
+def wilson_interval(successes: int, trials: int, level: float = 0.95) -> list[float]:
+    """``[low, high]`` Wilson score interval of a binomial proportion (Brown, Cai & DasGupta 2001 recommend it
+    over the Wald interval, whose coverage collapses for rare events): for shares of independent jobs, such as
+    the share of jobs aborted after failures, pooled over replications. NaN without trials."""
+    from statistics import NormalDist
+
+    if trials <= 0:
+        return [float("nan"), float("nan")]
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    p = successes / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
 def t_interval(values, level: float = 0.95) -> list[float]:
     """``[low, high]`` Student-t interval of the mean of independent ``values`` (NaN below 2 values)."""
     x = np.asarray(values, dtype=float)
@@ -592,7 +607,7 @@ def merge_histograms(histograms) -> LogHistogram:
 __all__ = ["ALPHA", "QUANTILES", "LogHistogram", "ReplicationStats", "RunAccumulator", "RunPartial", "batch_means",
            "deviation_from_linear", "finish_replications",
            "batch_means_interval", "binomial_tolerance", "drift", "lag1_test", "merge_histograms",
-           "mser_truncation", "quantile_interval", "t_interval"]
+           "mser_truncation", "quantile_interval", "t_interval", "wilson_interval"]
 
 
 def deviation_from_linear(x, y) -> float:

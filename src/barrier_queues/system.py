@@ -179,13 +179,15 @@ class BarrierSystem:
         "(instead of --tasks/--tasks-pmf)", "workload", flag="--workload"))
     # failures (EXTENSIONS.md section 5): validated in barrier_queues.failures
     failure_rate: float | None = field(default=None, metadata=_opt(
-        "rate gamma at which each running task fails (default: no failures); a failure ends the job's attempt",
+        "rate gamma at which each running task fails (default: no failures); a failure ends a barrier job's "
+        "attempt, a plain job's task is retried alone",
         "float", 0, open_low=True))
     max_attempts: int | None = field(default=None, metadata=_opt(
-        "attempts per job before it is aborted, A >= 1 (default unlimited; Spark: 1 for a ResultStage, 4 for a "
-        "ShuffleMapStage)", "int", 1))
+        "attempts per barrier job (per task of a plain job) before the job is aborted, A >= 1 (default unlimited; "
+        "Spark: 1 for a barrier ResultStage, 4 for a ShuffleMapStage and for a plain task)", "int", 1))
     resubmit_delay: float | None = field(default=None, metadata=_opt(
-        "time D >= 0 from a failed attempt until the job waits again (default 0; Spark 0.2 s)", "float", 0))
+        "time D >= 0 from a failed attempt until the job (a plain job's task) waits again (default 0; Spark 0.2 s "
+        "for a barrier stage)", "float", 0))
     retry_work: str | None = field(default=None, metadata=_opt(
         "work of a retry: different (fresh task times, default) or identical (the same work)", "choice",
         choices=("different", "identical")))
