@@ -194,3 +194,31 @@ def test_general_renewal_arrivals_through_a_user_supplied_mgf():
     res = bq.simulate(cfg(servers=16, tasks=8, arrival_rate=1.0, arrival="deterministic"), jobs=100_000,
                       replications=8, seed=5).summary()
     assert res["quantile_ci"]["waiting"]["0.999"][1] <= periodic.waiting_quantile
+
+
+@pytest.mark.parametrize("servers, rho", [(1, 0.5), (1, 0.9), (1, 0.99), (1, 0.999), (4, 0.5), (4, 0.9),
+                                          (4, 0.99), (4, 0.999)])
+def test_bounds_lie_above_exact_m_m_c_quantiles_up_to_the_stability_edge(servers, rho):
+    """k = 1 barrier jobs on s servers are the M/M/s queue: P[W > t] = C e^{-(s mu - lambda) t} (Erlang C) and
+    T = W + S with S ~ Exp(1) independent. Each bound must lie above the exact quantile, and the sojourn bound
+    above the waiting bound, up to rho = 0.999 (the sojourn integral once missed the mass there and fell
+    below both)."""
+    from scipy.integrate import quad
+    from scipy.optimize import brentq
+
+    from barrier_queues.bounds import erlang_c
+
+    lam, eps = rho * servers, 0.01
+    b = bound(cfg(servers=servers, tasks=1, arrival_rate=lam), eps)
+    c, d = erlang_c(servers, lam), servers - lam
+    wait_exact = max(math.log(c / eps) / d, 0.0)
+
+    def sojourn_sf(x):
+        tail = quad(lambda u: c * math.exp(-d * (x - u)) * math.exp(-u), 0.0, x, limit=200,
+                    points=[min(x, 50.0)])[0]
+        return math.exp(-x) + tail
+
+    soj_exact = brentq(lambda x: sojourn_sf(x) - eps, 1e-9, 10 * (wait_exact + 10))
+    assert b.waiting_quantile >= wait_exact * (1 - 1e-9)
+    assert b.sojourn_quantile >= soj_exact * (1 - 1e-9)
+    assert b.sojourn_quantile >= b.waiting_quantile

@@ -153,6 +153,14 @@ BAD_INPUTS = [
      "--out must be a new or empty folder"),
     (("spark-bench", "--arrival-rate", "0.5", "--phases", "2", "--sync-points", "1", "--out", "x"),
      "sync_points must be 0 with phases > 1"),
+    # one stability guard for every system: several k (no closed form) above FIFO's saturated limit
+    (("simulate", "-s", "16", "--tasks-pmf", "2:0.8,16:0.2", "--utilization", "0.5", "--jobs", "2000"),
+     "arrival_rate must be below the stability limit lambda_max = 1.29331 (saturated simulation, fcfs"),
+    (("simulate", "-s", "16", "-k", "8", "--barrier-fraction", "0.5", "--utilization", "0.95", "--jobs", "2000"),
+     "arrival_rate must be below the stability limit"),
+    (("simulate", "--workload", str(Path(__file__).resolve().parents[1] / "data" / "workloads" / "borg-a.json"),
+      "-b", "2", "--saturated", "--jobs", "2000", "--replications", "1"),
+     "jobs must be larger for a saturated run of this system (got 2,000 per replication)"),
 ]
 
 

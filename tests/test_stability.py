@@ -113,3 +113,33 @@ def test_stability_curve_skips_impossible_combinations():
     assert math.isclose(curve.query("servers == 8 and tasks == 8 and barriers == 1")["rho_max"].item(),
                         1 / bq.harmonic(8))
     assert np.isfinite(curve["lambda_max"]).all()
+
+
+def test_mixed_fifo_workloads_get_a_saturated_limit_that_guards_and_reports():
+    """Several k (or barrier and plain jobs, or job classes) under FIFO: no closed form, so a short saturated
+    run estimates the limit; a clearly stable load is reported stable beside it, a load beyond it refused,
+    and a saturated run of one replication of such a workload prints no warning."""
+    import json
+    import warnings
+    from pathlib import Path
+
+    from barrier_queues.stability import estimated_limit
+
+    het = bq.BarrierSystem(servers=16, tasks_pmf={2: 0.8, 16: 0.2})
+    value, method, (lo, hi) = estimated_limit(het)
+    assert lo < value < hi and "saturated" in method
+    fifo = bq.saturated_throughput(het, jobs=100_000, replications=8, seed=3)
+    assert lo - (hi - lo) <= fifo["lambda_max"] <= hi + (hi - lo)      # a longer run agrees
+    s = bq.simulate(het.replace(arrival_rate=0.5 * value), jobs=20_000, replications=2, seed=1).summary()
+    assert s["stable"] is True and s["stability"]["lambda_max"] == value
+    with pytest.raises(bq.ParameterError, match="arrival_rate must be below the stability limit"):
+        bq.simulate(het.replace(arrival_rate=1.3 * hi), jobs=2_000)
+    assert estimated_limit(het.replace(scheduling="first-fit")) is None       # FIFO's limit is not first-fit's
+    doc = json.loads((Path(__file__).resolve().parents[1] / "data" / "workloads" / "borg-a.json").read_text())
+    borg = bq.BarrierSystem(servers=doc["servers"], barriers=2, workload=doc["classes"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = bq.saturated_throughput(borg, jobs=20_000, replications=1, seed=1)
+    assert est["lambda_max"] > 0
+    with pytest.raises(bq.ParameterError, match="jobs must be larger for a saturated run of this system"):
+        bq.saturated_throughput(borg, jobs=2_000, replications=1, seed=1)       # all start at the first instant

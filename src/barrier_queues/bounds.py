@@ -268,11 +268,19 @@ class BoundProblem:
             return 1.0                                           # min(1, .) = 1 for every q
         # P[Q > x] plus q in (split, x], where min(1, .) = 1: together P[Q > split]
         total = self.service_sf(split)
-        # q in [0, split]: prefactor e^{-theta (x - q)} f_Q(q), Gauss-Legendre in log space
-        nodes = 0.5 * split * (_GL_X + 1.0)
-        for k, p in self._parts:
-            log_terms = (math.log(bound.prefactor) - bound.theta * (x - nodes) + self._log_fq(nodes, k))
-            total += p * 0.5 * split * float(np.sum(_GL_W * np.exp(log_terms)))
+        # q in [0, split]: prefactor e^{-theta (x - q)} f_Q(q), Gauss-Legendre in log space on panels that
+        # double from the median of Q: the mass sits at small q (where f_Q does) however far out x is (near
+        # the stability edge x is thousands of task times; one rule over [0, x] would miss it)
+        edges = [0.0]
+        width = max(self.service_quantile(0.5), 1e-12)
+        while edges[-1] < split:
+            edges.append(min(split, edges[-1] + width))
+            width *= 2.0
+        for a, b in zip(edges[:-1], edges[1:], strict=True):
+            nodes = a + 0.5 * (b - a) * (_GL_X + 1.0)
+            for k, p in self._parts:
+                log_terms = (math.log(bound.prefactor) - bound.theta * (x - nodes) + self._log_fq(nodes, k))
+                total += p * 0.5 * (b - a) * float(np.sum(_GL_W * np.exp(log_terms)))
         return min(total, 1.0)
 
     def sojourn(self, epsilon: float, form: str = "gigi") -> tuple[float, float]:

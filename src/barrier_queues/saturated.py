@@ -37,16 +37,22 @@ def _saturated_estimate(system: BarrierSystem, reps: list, level: float) -> dict
         # a batch whose jobs all started at one instant has no finite rate: no interval then (below)
         lam = list(np.divide(1.0, spacing, out=np.full(spacing.shape, np.inf), where=spacing > 0))
         work = st.sums["work"] / st.jobs
-        rho = [x * work / s for x in lam]
-        useful = [x * st.sums["useful"] / st.jobs / s for x in lam]
-        held = [x * st.sums["held"] / st.jobs / s for x in lam]
+        with np.errstate(invalid="ignore"):        # an infinite batch rate times no held time: NaN, not used
+            rho = [float(np.float64(x) * work / s) for x in lam]
+            useful = [float(np.float64(x) * st.sums["useful"] / st.jobs / s) for x in lam]
+            held = [float(np.float64(x) * st.sums["held"] / st.jobs / s) for x in lam]
         method = "t interval over 20 batches of one replication"
         blocks = st.block_means["spacing"]
         batches = batch_means_interval(np.divide(1.0, blocks, out=np.full(blocks.shape, np.inf), where=blocks > 0),
                                        20, level) if (blocks > 0).all() else None
     est = {}
     total_jobs = sum(st.jobs for st in stats)
-    pooled_lam = total_jobs / sum(st.sums["spacing"] for st in stats)
+    spent = sum(st.sums["spacing"] for st in stats)
+    if not spent > 0:
+        raise ParameterError(f"jobs must be larger for a saturated run of this system (got "
+                             f"{reps[0].stats.total_jobs:,} per replication): every measured job started at the "
+                             "first instant, so there is no start rate to measure")
+    pooled_lam = total_jobs / spent
     est["lambda_max"] = float(pooled_lam)
     finite = bool(np.isfinite(lam).all())
     est["lambda_max_ci"] = t_interval(lam, level) if finite else [float("nan"), float("nan")]

@@ -23,6 +23,7 @@ system          lambda_max                             method
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -320,11 +321,37 @@ def estimated_limit(system: BarrierSystem) -> tuple[float, str, tuple[float, flo
     Computed once per system (the arrival rate does not enter).
     """
     system = as_system(system)
+    if (system.overhead is None and system.placement == "central" and system.failure_rate is None
+            and system.scheduling == "fcfs" and system.release == "fixed" and system.phases == 1
+            and (system.tasks_pmf is not None or system.workload is not None or 0 < system.barrier_fraction < 1)):
+        return _saturated_limit(system.replace(arrival_rate=None))
     if (system.overhead is not None or system.placement != "central" or system.barrier_fraction < 1
             or system.tasks_pmf is not None or system.workload is not None or limit_kind(system) != "monte-carlo"
             or system.failure_rate is not None):
         return None
     return _estimated_limit(system.replace(arrival_rate=None))
+
+
+#: the saturated run behind the guard of mixed FIFO workloads (several k, barrier and plain jobs, job classes)
+GUARD_SATURATED_JOBS, GUARD_SATURATED_REPLICATIONS, GUARD_SATURATED_SEED = 20_000, 4, 20251201
+
+
+@functools.lru_cache(maxsize=256)
+def _saturated_limit(system: BarrierSystem) -> tuple[float, str, tuple[float, float]] | None:
+    """FIFO with several k, or barrier and plain jobs, has no closed form: a short saturated run (4 x 20,000
+    jobs, a fixed seed) estimates its limit, so that a load clearly beyond it is refused as a single k's is."""
+    from .saturated import saturated_throughput
+
+    try:
+        est = saturated_throughput(system, jobs=GUARD_SATURATED_JOBS, replications=GUARD_SATURATED_REPLICATIONS,
+                                   seed=GUARD_SATURATED_SEED, workers=1, progress=False)
+    except ParameterError:
+        return None
+    lo, hi = est["lambda_max_ci"]
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    return (float(est["lambda_max"]), f"saturated simulation, fcfs, {GUARD_SATURATED_REPLICATIONS} x "
+            f"{GUARD_SATURATED_JOBS:,} jobs", (float(lo), float(hi)))
 
 
 @functools.lru_cache(maxsize=256)
