@@ -161,6 +161,14 @@ BAD_INPUTS = [
     (("simulate", "--workload", str(Path(__file__).resolve().parents[1] / "data" / "workloads" / "borg-a.json"),
       "-b", "2", "--saturated", "--jobs", "2000", "--replications", "1"),
      "jobs must be larger for a saturated run of this system (got 2,000 per replication)"),
+    # Spark masters that cannot run anything, refused by name before any work (not a Java traceback or a hang)
+    (("sweep", "-s", "8", "-k", "4", "--arrival-rate", "1", "--out", "x", "--backend", "spark", "--master",
+      "local[0]"), "master local[N] must have N >= 1 worker threads (got 'local[0]')"),
+    (("sweep", "-s", "8", "-k", "4", "--arrival-rate", "1", "--out", "x", "--backend", "spark", "--master",
+      "local-cluster[0,1,1024]"), "master local-cluster[N,C,MB] must have N >= 1 executors"),
+    (("spark-bench", "--arrival-rate", "0.5", "--out", "x", "--master", "local-cluster[2,0,1024]"),
+     "master local-cluster[N,C,MB] must have N >= 1 executors and C >= 1 cores each"),
+    (("plan", "--servers", "1000000", "--utilization", "0.5"), "servers must be at most 100,000 for plan"),
 ]
 
 

@@ -150,3 +150,21 @@ def test_a_list_parameter_given_as_text_by_papermill_is_parsed():
     assert parameter_list([2], "live_tasks") == [2]
     with pytest.raises(ParameterError, match=r"live_tasks must be a list such as \[1, 2, 3\] \(got '1,2'\)"):
         parameter_list("1,2", "live_tasks")
+
+
+def test_committed_results_are_written_only_with_the_default_parameters(monkeypatch, tmp_path):
+    """A papermill rerun: defaults (compared by value and type) write to the committed results/, anything else
+    to a folder of its own; an explicit results_dir of the committed results/ with other parameters is refused."""
+    from pathlib import Path
+
+    from barrier_queues.results import DEFAULT_FOLDER, RESULTS_ENV, output_folder
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[1] / "book")
+    monkeypatch.delenv(RESULTS_ENV, raising=False)
+    assert output_folder("failures", None, servers=16) == DEFAULT_FOLDER
+    assert output_folder("failures", None, servers=16.0).startswith("../_build/results/failures-")
+    with pytest.raises(ParameterError, match="results_dir must not be the committed ../results when parameters "
+                                             "differ from the chapter's defaults \\(got servers\\)"):
+        output_folder("failures", "../results", servers=17)
+    assert output_folder("failures", "../results", servers=16) == "../results"
+    assert output_folder("failures", str(tmp_path), servers=17) == str(tmp_path)

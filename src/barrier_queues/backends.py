@@ -55,7 +55,28 @@ def resolve(backend: str | Backend | None = None, master: str | None = None) -> 
     if master is not None and backend != "spark":
         raise ParameterError(f"master must be given only with backend 'spark' (got {master!r} with backend "
                              f"{backend!r})")
-    return Backend(backend, (master or "local[*]") if backend == "spark" else None)
+    if backend == "spark":
+        master = check_master(master or "local[*]")
+    return Backend(backend, master if backend == "spark" else None)
+
+
+def check_master(master: str, allowed: str = "local[N], local-cluster[N,C,MB] or spark://host:port") -> str:
+    """A Spark master URL, checked by form and by size before any work: ``local[N]`` with ``N >= 1`` (or
+    ``*``), ``local-cluster[N,C,MB]`` with ``N, C >= 1`` and ``MB >= 512``, or ``spark://host:port``."""
+    m = re.match(r"^(?:local(?:\[(\d+|\*)\])?|local-cluster\[(\d+),(\d+),(\d+)\]|spark://.+)$", master or "")
+    if not m:
+        raise ParameterError(f"master must be {allowed} (got {master!r})")
+    if m.group(1) not in (None, "*") and int(m.group(1)) < 1:
+        raise ParameterError(f"master local[N] must have N >= 1 worker threads (got {master!r})")
+    if m.group(2) is not None:
+        n, cores, mem = int(m.group(2)), int(m.group(3)), int(m.group(4))
+        if n < 1 or cores < 1:
+            raise ParameterError(f"master local-cluster[N,C,MB] must have N >= 1 executors and C >= 1 cores each "
+                                 f"(got {master!r})")
+        if mem < 512:
+            raise ParameterError(f"master local-cluster[N,C,MB] must give each executor MB >= 512 of memory (got "
+                                 f"{master!r})")
+    return master
 
 
 def backend_from_environment() -> tuple[str, str | None]:
@@ -147,8 +168,7 @@ def check_master_reachable(master: str, timeout: float = 5.0) -> None:
 
 def spark_session(master: str, app: str = "barrier-queues-sweep"):
     """A SparkSession on ``master`` for running items as tasks (checked: pyspark, Java, a reachable master)."""
-    if not re.match(r"^(local(\[(\d+|\*)\])?|local-cluster\[\d+,\d+,\d+\]|spark://.+)$", master or ""):
-        raise ParameterError(f"master must be local[N], local-cluster[N,1,MB] or spark://host:port (got {master!r})")
+    check_master(master)
     try:
         import pyspark  # noqa: F401
     except ImportError:

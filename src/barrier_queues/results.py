@@ -165,12 +165,17 @@ def output_folder(chapter: str, results_dir=None, **parameters) -> str:
     differs, so that a papermill rerun with new parameters never writes into
     the committed results.
     """
-    if results_dir is not None:
-        return str(results_dir)
     defaults = _book_defaults(chapter)
     given = {k: v for k, v in parameters.items() if k != "results_dir"}
-    if defaults is not None and all(k in defaults and defaults[k] == v and type(defaults[k]) is type(v)
-                                    for k, v in given.items()):
+    differ = [k for k, v in given.items()
+              if defaults is None or k not in defaults or defaults[k] != v or type(defaults[k]) is not type(v)]
+    if results_dir is not None:
+        if differ and Path(results_dir).resolve() == Path(DEFAULT_FOLDER).resolve():
+            raise ParameterError(f"results_dir must not be the committed {DEFAULT_FOLDER} when parameters differ "
+                                 f"from the chapter's defaults (got {', '.join(differ)}): leave results_dir unset "
+                                 "(the results then go under ../_build/results/) or choose another folder")
+        return str(results_dir)
+    if not differ:
         # the test suite re-executes the book into a folder of its own and compares it with results/
         return os.environ.get(RESULTS_ENV) or DEFAULT_FOLDER
     import hashlib

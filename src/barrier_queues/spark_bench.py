@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from ._validation import ParameterError, check_int, check_positive, check_probability
-from .backends import check_master_reachable, java_version
+from .backends import check_master, check_master_reachable, java_version
 from .load import offered_utilization
 from .outputs import check_new_folder
 from .system import BarrierSystem
@@ -145,10 +145,11 @@ class SparkBenchConfig:
                 raise ParameterError("failure_rate needs barrier jobs of one phase (got phases = "
                                      f"{self.phases}, sync_points = {self.sync_points}, barrier_fraction = "
                                      f"{self.barrier_fraction:g}): the model restarts whole barrier stages")
-        if self.master is not None and not re.match(r"^(spark://.+|local-cluster\[\d+,\d+,\d+\])$",
-                                                    self.master):
-            raise ParameterError("master must be 'spark://host:port' or 'local-cluster[N,1,MB]' "
-                                 f"(got {self.master!r})")
+        if self.master is not None:
+            if not re.match(r"^(spark://.+|local-cluster\[.*\])$", self.master):
+                raise ParameterError("master must be 'spark://host:port' or 'local-cluster[N,1,MB]' "
+                                     f"(got {self.master!r})")
+            check_master(self.master, "'spark://host:port' or 'local-cluster[N,1,MB]'")
 
     @property
     def mean_task(self) -> float:
