@@ -354,7 +354,11 @@ def parse_task_distribution(spec: str) -> TaskDistribution:
         path = Path(kwargs.pop("file"))
         if not path.is_file():
             raise ParameterError(f"task_dist empirical file must exist (got {str(path)!r})")
-        text = path.read_text().replace(",", "\n").split()
+        try:
+            text = path.read_text().replace(",", "\n").split()
+        except UnicodeDecodeError:
+            raise ParameterError(f"task_dist empirical file {str(path)!r} must be a text file of numbers (it holds "
+                                 "binary data)") from None
         try:
             law = Empirical([float(v) for v in text])
         except ValueError:

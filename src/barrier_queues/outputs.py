@@ -50,9 +50,21 @@ def check_new_file(name: str, path, force: bool = False, inputs=()) -> Path:
     return p
 
 
+def check_folder_path(name: str, path) -> Path:
+    """``path`` as a Path if it can name a folder: not empty, and no part of it above it an existing file."""
+    if path is None or str(path).strip() == "":
+        raise ParameterError(f"{name} must be a folder path (got {str(path)!r})")
+    folder = Path(path)
+    for parent in folder.parents:
+        if parent.exists() and not parent.is_dir():
+            raise ParameterError(f"{name} must be a folder path (got {str(folder)!r}: {str(parent)!r} is a file, "
+                                 "not a folder)")
+    return folder
+
+
 def check_new_folder(name: str, path, what: str = "data") -> Path:
     """``path`` as a Path if it is a new or empty folder (measured data is never overwritten, even with force)."""
-    folder = Path(path)
+    folder = check_folder_path(name, path)
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         held = "a file" if not folder.is_dir() else ("a run" if (folder / "metadata.json").exists() else "other files")
         raise ParameterError(f"{name} must be a new or empty folder, so that no {what} is overwritten "

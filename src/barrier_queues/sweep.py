@@ -48,6 +48,7 @@ import numpy as np
 
 from ._validation import ParameterError, check_choice, check_int
 from .backends import pool_map, resolve, spark_map
+from .outputs import check_folder_path
 from .stability import stability_error
 from .system import BarrierSystem
 
@@ -212,7 +213,7 @@ def _open_folder(out, manifest: dict) -> tuple[Path, int]:
 
     ``manifest["seed"]`` None means "the folder's seed, or fresh entropy".
     """
-    folder = Path(out)
+    folder = check_folder_path("out", out)
     path = folder / "manifest.json"
     if path.exists():
         try:
