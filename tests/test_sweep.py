@@ -88,3 +88,26 @@ def test_a_folder_of_another_sweep_or_with_other_files_is_refused(tmp_path):
     with pytest.raises(bq.ParameterError, match="out must be a new or empty folder"):
         sweep({"servers": 8, "tasks": 2, "arrival_rate": 1.0}, tmp_path / "other", jobs=500, seed=1)
     assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+
+
+def test_a_sweep_folder_is_locked_while_a_sweep_writes_into_it(tmp_path):
+    """An exclusive lock file (created atomically, holding the process id): a folder whose lock is held by a
+    live process is refused before any work; a lock left by a dead process is taken over; the lock is released
+    at the end (also after an error)."""
+    import os
+
+    from barrier_queues.sweep import LOCK
+
+    grid = [{"servers": 4, "tasks": 2, "arrival_rate": 0.5}]
+    folder = tmp_path / "sw"
+    folder.mkdir()
+    (folder / LOCK).write_text(f"{os.getppid()}\n")               # a live process that is not this one
+    with pytest.raises(bq.ParameterError, match="is in use by another sweep"):
+        bq.sweep(grid, folder, jobs=2_000, replications=2, seed=1)
+    assert not (folder / "manifest.json").exists()                 # nothing written
+    (folder / LOCK).write_text("999999999\n")                      # no such process: a stale lock
+    table = bq.sweep(grid, folder, jobs=2_000, replications=2, seed=1)
+    assert len(table) == 1 and not (folder / LOCK).exists()
+    with pytest.raises(bq.ParameterError, match="holds a different sweep"):
+        bq.sweep([{"servers": 4, "tasks": 2, "arrival_rate": 0.4}], folder, jobs=2_000, replications=2, seed=1)
+    assert not (folder / LOCK).exists()

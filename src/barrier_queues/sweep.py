@@ -208,6 +208,53 @@ def _manifest(grid, jobs, replications, entropy, warmup, allow_unstable, fmt) ->
     return json.loads(json.dumps(manifest, default=str, sort_keys=True))   # as it reads back from the file
 
 
+LOCK = ".lock"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:                       # alive, another user's
+        return True
+    return True
+
+
+def _take_lock(folder: Path) -> Path:
+    """An exclusive lock on a sweep folder: ``.lock`` created atomically (O_EXCL) with this process's id; a lock
+    left by a process that no longer runs is taken over. Two sweeps never write into one folder at once."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = folder / LOCK
+    for _ in range(3):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                pid = int(lock.read_text().strip() or "0")
+            except (OSError, ValueError):
+                pid = 0
+            if pid and pid != os.getpid() and _pid_alive(pid):
+                raise ParameterError(f"out folder {str(folder)!r} is in use by another sweep (process {pid}); wait "
+                                     "for it to finish or choose another folder") from None
+            lock.unlink(missing_ok=True)          # stale: its process is gone
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{os.getpid()}\n")
+        return lock
+    raise ParameterError(f"out folder {str(folder)!r}: could not take its lock; choose another folder")
+
+
+def _release_lock(lock: Path | None) -> None:
+    if lock is None:
+        return
+    try:
+        if int(lock.read_text().strip() or "0") == os.getpid():
+            lock.unlink()
+    except (OSError, ValueError):
+        pass
+
+
 def _open_folder(out, manifest: dict) -> tuple[Path, int]:
     """Create the sweep's folder, or reopen one of its earlier runs; returns (folder, seed entropy).
 
@@ -227,7 +274,7 @@ def _open_folder(out, manifest: dict) -> tuple[Path, int]:
             raise ParameterError(f"out folder {str(folder)!r} holds a different sweep (its {', '.join(diff)} "
                                  "differ); rerun it with the same options to resume it, or choose another folder")
         return folder, int(old["seed"])
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+    if folder.exists() and (not folder.is_dir() or any(p.name != LOCK for p in folder.iterdir())):
         raise ParameterError(f"out must be a new or empty folder, or one of this sweep's earlier runs "
                              f"({str(folder)!r} holds other files); choose another folder")
     entropy = int(manifest["seed"]) if manifest["seed"] is not None else np.random.SeedSequence().entropy
@@ -296,13 +343,37 @@ def sweep(grid, out=None, jobs: int = 100_000, replications: int = 1, seed=None,
     check_grid(grid, allow_unstable)
     if seed is not None:
         seed = check_int("seed", seed, low=0, high=2**128 - 1, high_name="2**128 - 1")
-    folder = None
+    folder = lock = None
     if out is not None:
         manifest = _manifest(grid, jobs, replications, None if seed is None else str(seed), warmup, allow_unstable,
                              fmt)
-        folder, entropy = _open_folder(out, manifest)
+        _open_folder_check(out)
+        lock = _take_lock(check_folder_path("out", out))
+        try:
+            folder, entropy = _open_folder(out, manifest)
+        except BaseException:
+            _release_lock(lock)
+            raise
     else:
         entropy = seed if seed is not None else np.random.SeedSequence().entropy
+    try:
+        return _sweep_points(grid, folder, entropy, jobs, replications, warmup, allow_unstable, fmt, workers,
+                             progress, where)
+    finally:
+        _release_lock(lock)
+
+
+def _open_folder_check(out) -> None:
+    """Before the lock: a folder that is neither new, empty nor a sweep is refused without writing into it."""
+    folder = check_folder_path("out", out)
+    if (folder.exists() and not (folder / "manifest.json").exists()
+            and (not folder.is_dir() or any(p.name != LOCK for p in folder.iterdir()))):
+        raise ParameterError(f"out must be a new or empty folder, or one of this sweep's earlier runs "
+                             f"({str(folder)!r} holds other files); choose another folder")
+
+
+def _sweep_points(grid, folder, entropy, jobs, replications, warmup, allow_unstable, fmt, workers, progress,
+                  where):
     seeds = np.random.SeedSequence(entropy).spawn(len(grid))
     done = _finished(folder, len(grid))
     todo = [(i, grid[i], jobs, replications, seeds[i], warmup, allow_unstable, str(folder) if folder else None)
