@@ -131,6 +131,19 @@ def test_other_bad_inputs(tmp_path):
     lz4.write_bytes(b"\x04\x22\x4d\x18")
     with pytest.raises(EventLogError, match="lz4-compressed event logs are not supported"):
         parse_event_log(lz4)
+    for name, text, message in (
+            ("nan", '{"Event": "SparkListenerJobStart", "Submission Time": NaN}', "line 1: NaN is not a number"),
+            ("inf", '{"Event": "SparkListenerJobStart", "Submission Time": -Infinity}',
+             "line 1: -Infinity is not a number"),
+            ("deep", "[" * 100_000 + "]" * 100_000, "line 1: a JSON value nested too deeply"),
+            ("huge", '{"Event": "SparkListenerJobStart", "Job ID": 0, "Submission Time": 1e300, "Stage IDs": []}',
+             "line 1: field 'Submission Time' must be a number with \\|value\\| <= 1e\\+14"),
+            ("no-tasks", '{"Event": "SparkListenerJobStart", "Job ID": 0, "Submission Time": 1000, "Stage IDs": '
+             '[0]}\n{"Event": "SparkListenerJobEnd", "Job ID": 0, "Completion Time": 2000, "Job Result": '
+             '{"Result": "JobSucceeded"}}', "has 1 job\\(s\\) but no task events")):
+        (tmp_path / name).write_text(text + "\n")
+        with pytest.raises(EventLogError, match=message):
+            parse_event_log(tmp_path / name)
 
 
 def test_compression_is_detected_by_magic_bytes_not_by_name(tmp_path):

@@ -118,6 +118,14 @@ def _open_text(path: Path):
     return io.StringIO(text)
 
 
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number a Spark event log holds (strict JSON has no {name})")
+
+
+#: event times beyond this (ms since 1970: about the year 5138) are refused as absurd
+MAX_TIME_MS = 1e14
+
+
 def read_events(path):
     """Yield ``(file name, line number, event dict)`` for every event of the log."""
     for f in event_log_files(path):
@@ -125,10 +133,15 @@ def read_events(path):
             if not line.strip():
                 continue
             try:
-                event = json.loads(line)
+                event = json.loads(line, parse_constant=_no_constant)
             except json.JSONDecodeError as exc:
                 raise EventLogError(f"{f.name}, line {number}: not a JSON event ({exc.msg}); "
                                     "the log is truncated or corrupt") from None
+            except ValueError as exc:                       # NaN or Infinity: not JSON, never written by Spark
+                raise EventLogError(f"{f.name}, line {number}: {exc}") from None
+            except RecursionError:
+                raise EventLogError(f"{f.name}, line {number}: a JSON value nested too deeply to be a Spark "
+                                    "event; the log is corrupt") from None
             if not isinstance(event, dict) or "Event" not in event:
                 raise EventLogError(f"{f.name}, line {number}: a JSON object with an 'Event' field "
                                     "was expected")
@@ -156,6 +169,9 @@ def _number(event, key, where, kind=None):
     value = _need(event, key, where, kind)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise EventLogError(f"{where}: field {key!r} must be a number (got {value!r})")
+    if not -MAX_TIME_MS <= value <= MAX_TIME_MS:
+        raise EventLogError(f"{where}: field {key!r} must be a number with |value| <= {MAX_TIME_MS:.0e} (got "
+                            f"{value!r}): no Spark time or id is that large")
     return value
 
 
@@ -220,6 +236,9 @@ def _check_complete(path, log: dict) -> None:
     job_start, job_end, task_start, task_end = log["job_start"], log["job_end"], log["task_start"], log["task_end"]
     if not job_start:
         raise EventLogError(f"event log {str(path)!r} has no SparkListenerJobStart events")
+    if not task_end and not task_start:
+        raise EventLogError(f"event log {str(path)!r} has {len(job_start)} job(s) but no task events: no task "
+                            "ran, or the log is cut short")
     missing = sorted(set(job_start) - set(job_end))
     if missing:
         raise EventLogError(f"job {missing[0]} has a SparkListenerJobStart but no SparkListenerJobEnd "
