@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
@@ -88,6 +89,21 @@ def backend_from_environment() -> tuple[str, str | None]:
 # --------------------------------------------------------------------------------------------------
 # this machine
 
+def watch_parent(parent: int, interval: float = 0.5) -> None:
+    """In a worker process: a daemon thread that ends the worker when its parent is gone (``kill -9``,
+    ``timeout``), so that no worker computes on for nobody. The compiled kernels release the GIL, so the
+    thread runs during a long replication; an orphan's parent id changes (to init or a subreaper)."""
+    import threading
+
+    def watch():
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="watch-parent", daemon=True).start()
+
+
 def pool_map(function, items: list, workers: int | None = None, progress: bool | None = None, desc: str = "",
              ordered: bool = True):
     """Yield ``function(x)`` for the items from a fork-based process pool (in the caller for one worker).
@@ -108,7 +124,8 @@ def pool_map(function, items: list, workers: int | None = None, progress: bool |
         if workers <= 1:
             iterator = (function(x) for x in items)
         else:
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                                       initializer=watch_parent, initargs=(os.getpid(),))
             iterator = (pool.map(function, items) if ordered
                         else (f.result() for f in as_completed([pool.submit(function, x) for x in items])))
         for result in iterator:

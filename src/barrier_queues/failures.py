@@ -407,16 +407,12 @@ def one_barrier_lambda_max(servers: int, k: int, mu: float, gamma: float,
     ``l = k``). From it, a task of a job with ``j`` running tasks ends at rate ``j mu`` (``j = 1``: the job
     departs, a completion) and the job fails at rate ``j gamma`` (all ``j`` workers freed); then the head job
     starts if ``k`` workers are free (at most one can). Enumerated from ``floor(s/k)`` fresh jobs by a
-    breadth-first search (independent of :mod:`barrier_queues.ctmc`'s key arithmetic), ``pi Q = 0`` by sparse LU.
+    search that stops at ``max_states`` (independent of :mod:`barrier_queues.ctmc`'s key arithmetic), ``pi Q =
+    0`` by sparse LU.
     """
     import scipy.sparse as sp
     from scipy.sparse.linalg import spsolve
 
-    from .ctmc import count_feasible_states
-
-    if count_feasible_states(servers, k, k) > max_states:
-        raise ParameterError(f"servers and tasks must give at most {max_states:,} CTMC states with failures "
-                             f"(s = {servers}, k = {k}); use a saturated simulation")
 
     def settle(jobs):
         jobs = list(jobs)
@@ -441,6 +437,9 @@ def one_barrier_lambda_max(servers: int, k: int, mu: float, gamma: float,
                 completion += mult * mu
             for target, rate in ((ends, mult * j * mu), (settle(rest), mult * j * gamma)):
                 if target not in index:
+                    if len(states) >= max_states:           # the search stops at the size guard
+                        raise ParameterError(f"servers and tasks must give at most {max_states:,} CTMC states "
+                                             f"with failures (s = {servers}, k = {k}); use a saturated simulation")
                     index[target] = len(states)
                     states.append(target)
                     queue.append(target)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import ParameterError
+from ._validation import ParameterError, check_int
 from .backends import Backend, pool_map, spark_map
 from .inputs import as_kernel_inputs, chunk_jobs, generator
 from .schedulers import of as scheduler_of
@@ -280,5 +280,34 @@ def run_replications(tasks: list[Task], backend: Backend, workers: int | None = 
     return results
 
 
-__all__ = ["JOB_FIELDS", "Replication", "Sink", "Task", "class_labels", "ensure_compiled", "finish_group", "run_inputs",
-           "run_replication", "run_replications"]
+#: the most jobs one replication may have (a guard against typos; streaming needs no more memory)
+MAX_JOBS = 10**11
+#: the most jobs kept in memory per replication (keep_jobs) or traced
+MAX_KEPT_JOBS = 50_000_000
+MAX_TRACE_JOBS = 10_000
+#: the most task draws a run may need (jobs x replications x E[k] x phases): some hours of work
+MAX_DRAWS = 10**11
+
+
+def check_run(jobs, replications, warmup, keep_jobs=False, systems=(), saturated: bool = False):
+    """Run sizes checked before any work (jobs, replications, warm-up, total draws, each scheduler's guards)."""
+    jobs = check_int("jobs", jobs, low=2, high=MAX_JOBS, high_name=f"{MAX_JOBS:.0e}")
+    replications = check_int("replications", replications, low=1, high=100_000, high_name="100,000")
+    for system in systems:
+        draws = jobs * replications * system.mean_tasks * system.phases
+        if draws > MAX_DRAWS:
+            raise ParameterError(f"jobs x replications x tasks x phases must be at most {MAX_DRAWS:.0e} task draws "
+                                 f"(got {draws:.3g}, some hours of work at least); lower jobs or replications")
+        scheduler_of(system).guard(system, jobs, saturated)
+    if warmup is not None:
+        warmup = check_int("warmup", warmup, low=0, high=jobs - 2, high_name=f"jobs - 2 = {jobs - 2}")
+    if keep_jobs and jobs > MAX_KEPT_JOBS:
+        raise ParameterError(f"jobs must be at most {MAX_KEPT_JOBS:,} per replication with keep_jobs "
+                             f"(got {jobs:,}); statistics stream without it")
+    return jobs, replications, warmup
+
+
+
+__all__ = ["JOB_FIELDS", "MAX_DRAWS", "MAX_JOBS", "MAX_KEPT_JOBS", "MAX_TRACE_JOBS", "Replication", "Sink", "Task",
+           "check_run", "class_labels", "ensure_compiled", "finish_group", "run_inputs", "run_replication",
+           "run_replications"]

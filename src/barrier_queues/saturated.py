@@ -15,8 +15,7 @@ import numpy as np
 from ._validation import ParameterError, check_probability
 from .backends import resolve
 from .inputs import spawn_seeds
-from .runs import Task, run_replications
-from .simulate import check_run
+from .runs import Task, check_run, run_replications
 from .statistics import batch_means, batch_means_interval, t_interval
 from .system import BarrierSystem, as_system
 

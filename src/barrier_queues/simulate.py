@@ -40,8 +40,7 @@ import numpy as np
 from ._validation import ParameterError, check_choice, check_int, check_probability
 from .backends import resolve
 from .inputs import chunk_jobs, spawn_seeds
-from .runs import Task, run_replication, run_replications
-from .schedulers import of as scheduler_of
+from .runs import MAX_JOBS, MAX_KEPT_JOBS, MAX_TRACE_JOBS, Task, check_run, run_replication, run_replications
 from .stability import MC_LIMIT_MARGIN, stability_error, stability_verdict
 from .statistics import (
     ALPHA,
@@ -57,32 +56,6 @@ from .statistics import (
     wilson_interval,
 )
 from .system import BarrierSystem, as_system
-
-#: the most jobs one replication may have (a guard against typos; streaming needs no more memory)
-MAX_JOBS = 10**11
-#: the most jobs kept in memory per replication (keep_jobs) or traced
-MAX_KEPT_JOBS = 50_000_000
-MAX_TRACE_JOBS = 10_000
-#: the most task draws a run may need (jobs x replications x E[k] x phases): some hours of work
-MAX_DRAWS = 10**11
-
-
-def check_run(jobs, replications, warmup, keep_jobs=False, systems=(), saturated: bool = False):
-    """Run sizes checked before any work (jobs, replications, warm-up, total draws, each scheduler's guards)."""
-    jobs = check_int("jobs", jobs, low=2, high=MAX_JOBS, high_name=f"{MAX_JOBS:.0e}")
-    replications = check_int("replications", replications, low=1, high=100_000, high_name="100,000")
-    for system in systems:
-        draws = jobs * replications * system.mean_tasks * system.phases
-        if draws > MAX_DRAWS:
-            raise ParameterError(f"jobs x replications x tasks x phases must be at most {MAX_DRAWS:.0e} task draws "
-                                 f"(got {draws:.3g}, some hours of work at least); lower jobs or replications")
-        scheduler_of(system).guard(system, jobs, saturated)
-    if warmup is not None:
-        warmup = check_int("warmup", warmup, low=0, high=jobs - 2, high_name=f"jobs - 2 = {jobs - 2}")
-    if keep_jobs and jobs > MAX_KEPT_JOBS:
-        raise ParameterError(f"jobs must be at most {MAX_KEPT_JOBS:,} per replication with keep_jobs "
-                             f"(got {jobs:,}); statistics stream without it")
-    return jobs, replications, warmup
 
 
 def _csv_parts(jobs_csv, replications):

@@ -15,8 +15,9 @@ quantiles, ``stable``).
   once to ``points/<index>.json`` (atomically) and the folder's
   ``manifest.json`` fixes the grid, run sizes and seed; rerunning into the
   same folder computes only the missing points, so an interrupted sweep
-  loses at most the points in flight. ``results.csv`` (or ``.parquet``) is
-  refreshed as points finish and written in full at the end.
+  loses at most the points in flight. ``results.partial.csv`` (or
+  ``.parquet``) is refreshed as points finish; ``results.csv`` is written
+  only when every point is in (and the partial table removed).
 * **Backends.** ``"local"``: a fork-based process pool (progress bar on a
   terminal). ``"spark"``: the points become Spark tasks (``local[N]``,
   ``local-cluster[...]`` or ``spark://``); each Python worker, which Spark
@@ -224,11 +225,16 @@ def _pid_alive(pid: int) -> bool:
 def _take_lock(folder: Path) -> Path:
     """An exclusive lock on a sweep folder: ``.lock`` created atomically (O_EXCL) with this process's id; a lock
     left by a process that no longer runs is taken over. Two sweeps never write into one folder at once."""
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except PermissionError:
+        raise ParameterError(f"out must be in a writable place (cannot create {str(folder)!r})") from None
     lock = folder / LOCK
     for _ in range(3):
         try:
             fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except PermissionError:
+            raise ParameterError(f"out must be a writable folder ({str(folder)!r} is not writable)") from None
         except FileExistsError:
             try:
                 pid = int(lock.read_text().strip() or "0")
@@ -298,14 +304,22 @@ def _finished(folder: Path | None, n: int) -> dict[int, dict]:
     return {i: r for i, r in rows.items() if i < n}
 
 
-def _write_table(table, folder: Path, fmt: str) -> None:
-    target = folder / f"results.{fmt}"
-    tmp = folder / f".results.{fmt}.tmp"
+def _write_table(table, folder: Path, fmt: str, final: bool = True) -> None:
+    """The sweep's table: ``results.<fmt>`` once every point is in, ``results.partial.<fmt>`` while points are
+    missing (its name says so; it is removed when the full table is written). A full table also removes the
+    other format's table of an earlier run of the same sweep (derived from the same points, it would be stale)."""
+    target = folder / (f"results.{fmt}" if final else f"results.partial.{fmt}")
+    tmp = folder / f".{target.name}.tmp"
     if fmt == "csv":
         table.to_csv(tmp, index=False, float_format="%.17g", lineterminator="\n")
     else:
         table.to_parquet(tmp, index=False)
     os.replace(tmp, target)
+    if final:
+        for other in ("csv", "parquet"):
+            (folder / f"results.partial.{other}").unlink(missing_ok=True)
+            if other != fmt:
+                (folder / f"results.{other}").unlink(missing_ok=True)
 
 
 def sweep(grid, out=None, jobs: int = 100_000, replications: int = 1, seed=None, warmup: int | None = None,
@@ -416,7 +430,7 @@ def _run_local(todo, workers, show, folder, fmt, rows, last_write) -> dict:
     for row in pool_map(run_point, todo, workers, show, "sweep points", ordered=False):
         new[row["point"]] = row
         if folder is not None and time.monotonic() - last_write > 5:
-            _write_table(_table({**rows, **new}), folder, fmt)
+            _write_table(_table({**rows, **new}), folder, fmt, final=False)
             last_write = time.monotonic()
     return new
 
