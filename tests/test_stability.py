@@ -137,6 +137,11 @@ def test_mixed_fifo_workloads_get_a_saturated_limit_that_guards_and_reports():
     assert estimated_limit(het.replace(scheduling="first-fit")) is None       # FIFO's limit is not first-fit's
     doc = json.loads((Path(__file__).resolve().parents[1] / "data" / "workloads" / "borg-a.json").read_text())
     borg = bq.BarrierSystem(servers=doc["servers"], barriers=2, workload=doc["classes"])
+    from barrier_queues.load import mean_work
+
+    ceiling = doc["servers"] / mean_work(borg)[0]                 # no estimate passes work conservation
+    value, method, (lo, hi) = estimated_limit(borg)
+    assert value <= ceiling and hi <= ceiling
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         est = bq.saturated_throughput(borg, jobs=20_000, replications=1, seed=1)

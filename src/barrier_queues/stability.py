@@ -350,8 +350,18 @@ def _saturated_limit(system: BarrierSystem) -> tuple[float, str, tuple[float, fl
     lo, hi = est["lambda_max_ci"]
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return None
-    return (float(est["lambda_max"]), f"saturated simulation, fcfs, {GUARD_SATURATED_REPLICATIONS} x "
-            f"{GUARD_SATURATED_JOBS:,} jobs", (float(lo), float(hi)))
+    method = f"saturated simulation, fcfs, {GUARD_SATURATED_REPLICATIONS} x {GUARD_SATURATED_JOBS:,} jobs"
+    value, lo, hi = float(est["lambda_max"]), float(lo), float(hi)
+    from .load import mean_work
+
+    work = mean_work(system)
+    if work is not None and work[0] > 0:             # no discipline passes the work-conservation ceiling
+        ceiling = system.servers / work[0]
+        if lo >= ceiling:                             # the short run cannot tell FIFO from the ceiling
+            return ceiling, "work-conservation ceiling s / E[work] (a saturated FIFO run reaches it)", \
+                (ceiling, ceiling)
+        value, hi = min(value, ceiling), min(hi, ceiling)
+    return value, method, (lo, hi)
 
 
 @functools.lru_cache(maxsize=256)
