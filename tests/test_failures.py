@@ -323,3 +323,15 @@ def test_the_failure_commands_printed_in_the_readme_and_the_chapter_run_as_print
         out = subprocess.run([sys.executable, "-m", "barrier_queues.cli", *shlex.split(line)], capture_output=True,
                              text=True)
         assert out.returncode == 0, (line, out.stderr[-500:])
+
+
+def test_a_sweep_of_failure_systems_reports_aborts_attempts_and_goodput(tmp_path):
+    """Plain, hybrid and barrier jobs with failures under Spark's rule in one sweep: each row carries the
+    aborted share (Wilson interval), mean attempts and goodput (t intervals)."""
+    table = bq.sweep({"servers": 16, "tasks": 4, "barrier_fraction": [0.0, 0.5, 1.0], "failure_rate": 0.1,
+                      "max_attempts": 4, "scheduling": "first-fit", "utilization": 0.4}, tmp_path / "sw",
+                     jobs=5_000, replications=2, seed=3, workers=1)
+    assert len(table) == 3
+    for key in ("aborted_share", "mean_attempts", "goodput"):
+        assert (table[f"{key}_ci_low"] <= table[key]).all() and (table[key] <= table[f"{key}_ci_high"]).all()
+    assert (table.mean_attempts > 1).all() and table.goodput.between(0, 1).all()

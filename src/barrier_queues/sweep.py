@@ -164,6 +164,12 @@ def point_row(index: int, point: dict, system: BarrierSystem, summary: dict) -> 
             qlo, qhi = summary["quantile_ci"][m][q]
             row[f"{m}_q{q}_ci_low"], row[f"{m}_q{q}_ci_high"] = _plain(qlo), _plain(qhi)
     row["lambda_max"] = _plain(summary["stability"]["lambda_max"])
+    if "aborted_share" in summary:                      # failures: aborts, attempts and goodput with intervals
+        for key in ("aborted_share", "mean_attempts", "goodput"):
+            row[key] = _plain(summary[key])
+            lo, hi = summary["failure_ci"][key] or (None, None)
+            row[f"{key}_ci_low"], row[f"{key}_ci_high"] = _plain(lo), _plain(hi)
+        row["aborted_jobs"] = summary["aborted_jobs"]
     row["warmup_rule"] = summary["warmup"]["rule"]
     return row
 
