@@ -170,6 +170,8 @@ BAD_INPUTS = [
      "master local-cluster[N,C,MB] must have N >= 1 executors and C >= 1 cores each"),
     (("plan", "--servers", "1000000", "--utilization", "0.5"), "servers must be at most 100,000 for plan"),
     (("sweep", "-s", "8", "-k", "2", "--arrival-rate", "1", "--out", ""), "out must be a folder path (got '')"),
+    (("sweep", "-s", "8", "-k", "-1,2", "--arrival-rate", "1", "--out", "x"),
+     "tasks must be an integer >= 1 (got '-1')"),
     (("sweep", "-s", "8", "-k", "2", "--arrival-rate", "1", "--out", str(LOG / "x")),
      "out must be a folder path (got"),
     (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "0.5", "--task-dist", f"empirical:file={LOG}"),

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 
 from ._validation import ParameterError
@@ -53,6 +54,9 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+        # a value such as "-1,2" (a list of negative numbers) is a value, not an option: it reaches the
+        # option's check, which names the parameter and its range
+        self._negative_number_matcher = re.compile(r"^-\d[\d.,eE+-]*$|^-\.\d[\d.,eE+-]*$")
 
     def error(self, message):
         self.exit(2, f"{PROG}: error: {message}\n")
