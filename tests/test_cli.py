@@ -159,7 +159,7 @@ BAD_INPUTS = [
     (("simulate", "-s", "16", "-k", "8", "--barrier-fraction", "0.5", "--utilization", "0.95", "--jobs", "2000"),
      "arrival_rate must be below the stability limit"),
     (("simulate", "--workload", str(Path(__file__).resolve().parents[1] / "data" / "workloads" / "borg-a.json"),
-      "-b", "2", "--saturated", "--jobs", "2000", "--replications", "1"),
+      "-b", "2", "--saturated", "--jobs", "2000", "--replications", "1", "--seed", "1"),
      "jobs must be larger for a saturated run of this system (got 2,000 per replication)"),
     # Spark masters that cannot run anything, refused by name before any work (not a Java traceback or a hang)
     (("sweep", "-s", "8", "-k", "4", "--arrival-rate", "1", "--out", "x", "--backend", "spark", "--master",
