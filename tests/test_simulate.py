@@ -465,13 +465,23 @@ def test_unstable_load_is_refused_with_the_limit_and_allowed_on_request():
     assert summary["stable"] is False and summary["stability"]["drifting"]
 
 
-def test_unknown_limit_falls_back_to_drift_detection():
-    cfg = S(servers=8, tasks=4, barrier_fraction=0.5, arrival_rate=2.5)
-    assert bq.known_limit(cfg) is None
-    summary = simulate(cfg, jobs=50_000, seed=2).summary()
-    assert summary["stable"] is False and summary["stability"]["kendall_tau"] > 0.9
-    ok = simulate(S(servers=8, tasks=4, barrier_fraction=0.5, arrival_rate=1.0), jobs=50_000, seed=2).summary()
-    assert ok["stable"] is True
+def test_unknown_limit_falls_back_to_the_ceiling_and_the_drift_test():
+    """Under first-fit a hybrid system has neither a known limit nor FIFO's saturated estimate. A load beyond
+    the work-conservation ceiling (offered load 1.25; first-fit lets the plain tasks through while the gangs
+    starve, which the drift test of started jobs does not see) is refused; below it the drift test decides.
+    Under FIFO the saturated estimate refuses the same load."""
+    from barrier_queues.stability import estimated_limit
+
+    cfg = S(servers=8, tasks=4, barrier_fraction=0.5, arrival_rate=2.5, scheduling="first-fit")
+    assert bq.known_limit(cfg) is None and estimated_limit(cfg) is None
+    with pytest.raises(bq.ParameterError, match=r"lambda_max = 2 \(work-conservation ceiling"):
+        simulate(cfg, jobs=50_000, seed=2)
+    summary = simulate(cfg, jobs=50_000, seed=2, allow_unstable=True).summary()
+    assert summary["stable"] is False and summary["stability"]["lambda_max"] == 2.0
+    ok = simulate(cfg.replace(arrival_rate=1.0), jobs=50_000, seed=2).summary()
+    assert ok["stable"] is True and ok["stability"]["lambda_max"] is None and not ok["stability"]["drifting"]
+    with pytest.raises(bq.ParameterError, match="arrival_rate must be below the stability limit"):
+        simulate(cfg.replace(scheduling="fcfs"), jobs=50_000, seed=2)
 
 
 def test_paper_overhead_mean_formula_against_samples():

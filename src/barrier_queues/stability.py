@@ -396,12 +396,27 @@ def stability_verdict(system: BarrierSystem) -> dict:
                 "verdict": None if lam is None else "above" if lam >= exact[0] else "below"}
     estimate = estimated_limit(system)
     if estimate is None:
+        ceiling = _ceiling(system)
+        if lam is not None and ceiling is not None and lam >= ceiling:      # no discipline passes it
+            return {"lambda_max": ceiling, "method": "work-conservation ceiling s / E[work] (an upper bound)",
+                    "lambda_max_ci": None, "verdict": "above"}
         return {"lambda_max": None, "method": None, "lambda_max_ci": None, "verdict": None}
     value, method, (lo, hi) = estimate
     margin = MC_LIMIT_MARGIN * (hi - lo) / 2
     verdict = (None if lam is None else "above" if lam >= value + margin else "below" if lam <= value - margin
                else "undecided")
     return {"lambda_max": value, "method": method, "lambda_max_ci": [lo, hi], "verdict": verdict}
+
+
+def _ceiling(system: BarrierSystem) -> float | None:
+    """``s / E[work per job]``: the arrival rate at which the offered load reaches 1 (None when unknown)."""
+    from .load import mean_work
+
+    try:
+        work = mean_work(system.replace(arrival_rate=None) if system.overhead is None else system)
+    except (ParameterError, TypeError, ValueError):
+        return None
+    return float(system.servers / work[0]) if work is not None and work[0] > 0 else None
 
 
 def stability_error(system: BarrierSystem) -> str | None:
