@@ -168,3 +168,64 @@ def test_workers_exit_when_their_parent_is_killed(tmp_path):
         for w in workers:
             if _alive(w):
                 os.kill(w, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc (Linux)")
+def test_ctrl_c_stops_a_sweep_at_once_with_exit_130_and_one_line(tmp_path):
+    """Ctrl-C as a terminal sends it: SIGINT to the whole foreground process group (the sweep and its 2 worker
+    processes; SIGINT reset to its default, since a non-interactive shell's background job ignores it). The sweep
+    exits with status 130 and one line, no process of the group survives, no point starts after the signal (at
+    most the 2 in flight finish), no table claims to be whole, the lock is released, and a resume completes the
+    grid, keeping the points already computed."""
+    out = tmp_path / "sw"
+    args = [sys.executable, "-m", "barrier_queues.cli", "sweep", "-s", "16", "-k", "1,2,4,8", "--utilization",
+            "0.5,0.6,0.7", "--jobs", "1000000", "--seed", "4", "--workers", "2", "--out", str(out)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 300
+        while len(list((out / "points").glob("*.json"))) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = _children(proc.pid)
+        before = len(list((out / "points").glob("*.json")))
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert err == "barrier-queues: interrupted\n"
+    time.sleep(1.0)
+    assert not any(_alive(w) for w in workers)
+    points = list((out / "points").glob("*.json"))
+    assert before <= len(points) <= before + 2 < 12
+    assert all(json.loads(p.read_text())["point"] >= 0 for p in points)      # each point file whole
+    assert not (out / "results.csv").exists() and not (out / ".lock").exists()
+    finished = {p.name: p.read_bytes() for p in points}
+    resumed = subprocess.run(args + ["--json"], capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(pd.read_csv(out / "results.csv")) == 12
+    assert {p.name: p.read_bytes() for p in (out / "points").glob("*.json") if p.name in finished} == finished
+
+
+def test_ctrl_c_stops_a_simulation_with_exit_130_and_writes_nothing(tmp_path):
+    """The same for ``simulate``, in process (one replication) and on 2 workers: exit 130, one line, within
+    seconds, and no --jobs-csv file (it is written only when the run is complete)."""
+    for workers in ("1", "2"):
+        out = tmp_path / f"jobs{workers}.csv"
+        args = [sys.executable, "-m", "barrier_queues.cli", "simulate", "-s", "16", "-k", "4", "--utilization", "0.6",
+                "--jobs", "50000000", "--replications", workers, "--workers", workers, "--jobs-csv", str(out)]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        try:
+            time.sleep(3.0)                                     # started and simulating (50 M jobs take minutes)
+            assert proc.poll() is None
+            os.killpg(proc.pid, signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        assert (proc.returncode, err) == (130, "barrier-queues: interrupted\n")
+        assert not out.exists()

@@ -24,6 +24,7 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -104,6 +105,22 @@ def watch_parent(parent: int, interval: float = 0.5) -> None:
     threading.Thread(target=watch, name="watch-parent", daemon=True).start()
 
 
+def _init_worker(parent: int) -> None:
+    """A pool worker leaves Ctrl-C to its parent (a terminal sends SIGINT to the whole process group): the parent
+    stops the pool, so no worker takes up a queued item after the interrupt; and it watches its parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    watch_parent(parent)
+
+
+def _stop_workers(pool) -> None:
+    """Terminate a pool's worker processes now: after Ctrl-C or an error the items in flight are not wanted, and
+    ``shutdown(cancel_futures=True)`` alone would still run the items already handed to the workers' queue.
+    (``ProcessPoolExecutor.terminate_workers`` does this from Python 3.14; ``_processes`` is its own map.)"""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        if process.is_alive():
+            process.terminate()
+
+
 def pool_map(function, items: list, workers: int | None = None, progress: bool | None = None, desc: str = "",
              ordered: bool = True):
     """Yield ``function(x)`` for the items from a fork-based process pool (in the caller for one worker).
@@ -125,13 +142,17 @@ def pool_map(function, items: list, workers: int | None = None, progress: bool |
             iterator = (function(x) for x in items)
         else:
             pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
-                                       initializer=watch_parent, initargs=(os.getpid(),))
+                                       initializer=_init_worker, initargs=(os.getpid(),))
             iterator = (pool.map(function, items) if ordered
                         else (f.result() for f in as_completed([pool.submit(function, x) for x in items])))
         for result in iterator:
             if bar is not None:
                 bar.update()
             yield result
+    except BaseException:                        # Ctrl-C, an error, or a caller that stopped reading
+        if pool is not None:
+            _stop_workers(pool)
+        raise
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)

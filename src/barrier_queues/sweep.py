@@ -301,6 +301,8 @@ def _finished(folder: Path | None, n: int) -> dict[int, dict]:
     if folder is None:
         return {}
     rows = {}
+    for path in (folder / "points").glob(".*.tmp"):
+        path.unlink(missing_ok=True)               # a write cut by kill or Ctrl-C (we hold the folder's lock)
     for path in (folder / "points").glob("*.json"):
         try:
             data = json.loads(path.read_text())
