@@ -176,6 +176,9 @@ BAD_INPUTS = [
      "out must be a folder path (got"),
     (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "0.5", "--task-dist", f"empirical:file={LOG}"),
      "must be a text file of numbers (it holds binary data)"),
+    # too few jobs for an estimate: said so, not a start rate over 3 starts (rho_max 2.78 was printed)
+    (("simulate", "-s", "4", "-k", "2", "--saturated", "--jobs", "3", "--seed", "1"),
+     "jobs must be at least 100 per replication for a saturated run (got 3)"),
 ]
 
 
@@ -374,6 +377,20 @@ def other_argv(draw):
     return argv + ["--json"]
 
 
+def _impossible(value, path=""):
+    """The impossible numbers in an answer: a measured utilization, held share or saturated load above 1, a
+    negative time or a negative interval end of one (the offered load is a parameter and may exceed 1)."""
+    if isinstance(value, dict):
+        return [x for k, v in value.items() for x in _impossible(v, f"{path}.{k}")]
+    if isinstance(value, list):
+        return [x for v in value for x in _impossible(v, path)]
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return []
+    fraction = any(w in path for w in ("utilization", "held_share", "rho_max", "rho_useful")) and "offered" not in path
+    time_like = any(w in path for w in ("waiting", "sojourn", "execution"))
+    return [(path, value)] if (fraction and value > 1 + 1e-12) or (time_like and value < 0) else []
+
+
 def _check_outcome(argv):
     code, out, err = run_here(argv)
     assert code in (0, 2), (argv, code, err[-2000:])
@@ -381,7 +398,9 @@ def _check_outcome(argv):
     if code == 2:
         assert err.startswith("barrier-queues: error: ") and err.count("\n") == 1, (argv, err)
     else:
-        json.loads(out, parse_constant=lambda c: pytest.fail(f"{argv}: non-strict JSON constant {c}"))
+        data = json.loads(out, parse_constant=lambda c: pytest.fail(f"{argv}: non-strict JSON constant {c}"))
+        assert "Warning" not in err, (argv, err[-2000:])               # a valid run prints no warnings
+        assert not _impossible(data), (argv, _impossible(data))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

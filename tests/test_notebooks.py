@@ -159,6 +159,28 @@ def test_a_rerun_with_new_parameters_never_writes_into_the_committed_results(tmp
     assert "results go to ../_build/results/intro-" in text
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_a_misspelt_parameter_is_refused_by_name(name):
+    """papermill injects any -p name as a new variable; the chapter refuses one it does not define (here before
+    any work), instead of running with the default it was meant to replace."""
+    from barrier_queues import ParameterError
+    from barrier_queues.results import _book_defaults, check_parameters
+
+    defaults = _book_defaults(name)
+    namespace = {**defaults, "In": [], "Out": {}, "_ih": [], "json": json, "re": re,
+                 "check_parameters": check_parameters}
+    check_parameters(name, namespace)
+    with pytest.raises(ParameterError, match=f"unknown parameter servres for the {name} chapter: its parameters "
+                                                 f"are {list(defaults)[0]}"):
+        check_parameters(name, {**namespace, "servres": 8})
+
+
+def test_papermill_with_an_unknown_parameter_name_stops_with_its_name(tmp_path):
+    with pytest.raises(papermill.PapermillExecutionError, match="unknown parameter jobz for the intro chapter"):
+        papermill.execute_notebook(str(BOOK / "intro.ipynb"), str(tmp_path / "intro.ipynb"), parameters={"jobz": 4},
+                                   kernel_name="python3", cwd=str(BOOK), progress_bar=False)
+
+
 def _is_figure_or_table(output) -> bool:
     data = output.get("data", {})
     markdown = data.get("text/markdown", "")

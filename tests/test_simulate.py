@@ -279,9 +279,31 @@ def test_saturated_bimodal_two_barrier_matches_order_statistics():
 def test_measured_utilization_matches_offered(name):
     cfg = S(**CENTRAL[name])
     res = simulate(cfg, jobs=50_000, replications=10, seed=7)
-    per_rep = [st.sums["work"] / (cfg.servers * st.span) for st in res.stats]
+    per_rep = [st.sums["work"] / (cfg.servers * st.busy_span) for st in res.stats]
     lo, hi = t_interval(per_rep, 0.99)
     assert lo <= bq.offered_utilization(cfg) <= hi
+    assert res.summary()["utilization"] == pytest.approx(np.mean(per_rep), rel=1e-3)
+
+
+def test_a_short_run_never_reports_an_impossible_utilization():
+    """Measured utilization: the measured jobs' server time over s x (first arrival to last departure), at
+    most 1 by construction; below 100 measured jobs none at all (NaN, its reason in the JSON). Before, the
+    arrival span was the denominator: 2 jobs gave up to 267, 100 jobs 1.52. Intervals of times never go below
+    0. 4 systems near their limit, 30 seeds, 2 to 300 jobs."""
+    systems = [bq.at_utilization(S(**kw), 0.97) for kw in (dict(servers=4, tasks=4), dict(servers=4, tasks=1),
+                                                           dict(servers=4, tasks=2, barriers=2),
+                                                           dict(servers=8, tasks=3, needed=2))]
+    for system in systems:
+        for seed in range(30):
+            for jobs in (2, 99, 100, 300):
+                out = simulate(system, jobs=jobs, replications=2, seed=seed, allow_unstable=True).summary()
+                measured = out["jobs"]
+                if measured < 100:
+                    assert math.isnan(out["utilization"]) and math.isnan(out["useful_utilization"])
+                else:
+                    assert 0 < out["useful_utilization"] <= out["utilization"] <= 1
+                for metric in ("waiting", "sojourn", "execution"):
+                    assert not out["ci"][metric][0] < 0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -702,3 +724,17 @@ def test_an_unseeded_run_records_the_seed_it_drew_and_reproduces_from_it():
     assert again.summary()["mean_sojourn"] == first.summary()["mean_sojourn"]
     prov = first.provenance()
     assert prov["system"] == system.describe() and prov["replications"] == 2 and prov["jobs_per_replication"] == 5_000
+
+
+def test_a_saturated_estimate_never_exceeds_the_work_conservation_ceiling():
+    """Without barriers (k = 1) the limit is the ceiling itself, rho_max = 1; a 100-job run's start rate is
+    above it about half the time. Estimate and interval are cut at the ceiling, and the answer says so."""
+    cut = 0
+    for seed in range(20):
+        est = saturated_throughput(S(servers=4, tasks=1), jobs=100, replications=2, seed=seed)
+        assert 0 < est["rho_max"] <= 1 and 0 <= est["rho_max_ci"][0] <= est["rho_max_ci"][1] <= 1
+        assert est["lambda_max_ci"][1] <= est["lambda_max"] / est["rho_max"] * (1 + 1e-12)     # at most the ceiling
+        cut += "at_ceiling" in est
+    assert 3 <= cut <= 17
+    with pytest.raises(bq.ParameterError, match="jobs must be at least 100 per replication for a saturated run"):
+        saturated_throughput(S(servers=4, tasks=1), jobs=99, replications=2, seed=1)

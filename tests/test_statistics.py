@@ -151,3 +151,24 @@ def test_wilson_interval_is_the_score_test_inversion_and_covers_rare_events():
     draws = np.random.default_rng(11).binomial(n, p, size=4000)
     covered = np.mean([lo <= p <= hi for lo, hi in (wilson_interval(int(x), n) for x in draws)])
     assert 0.93 <= covered <= 0.99
+
+
+def test_within_cuts_an_interval_to_the_possible_values_and_keeps_nan():
+    from barrier_queues.statistics import within
+
+    assert within([-0.5, 2.0]) == [0.0, 2.0]
+    assert within([0.9, 1.2], 0.0, 1.0) == [0.9, 1.0]
+    assert within([1.01, 1.2], 0.0, 1.0) == [1.0, 1.0]
+    lo, hi = within([float("nan"), float("nan")])
+    assert lo != lo and hi != hi
+
+
+def test_batch_means_of_fewer_values_than_batches_give_one_batch_per_value_and_no_warning():
+    import warnings
+
+    from barrier_queues.statistics import batch_means
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert list(batch_means([1.0, 3.0], 20)) == [1.0, 3.0]
+        assert batch_means([], 20).size == 0

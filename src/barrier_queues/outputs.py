@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from ._validation import ParameterError
+from .statistics import MIN_UTILIZATION_JOBS
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -77,6 +78,8 @@ def check_new_folder(name: str, path, what: str = "data") -> Path:
     return folder
 
 
+_FEW_JOBS = f"fewer than {MIN_UTILIZATION_JOBS} measured jobs: too few for an estimate of a long-run fraction"
+
 #: why a value is null in strict JSON, by key
 NULL_REASONS = {
     "lambda_max": "no exact stability limit is known for this system (the drift test decides)",
@@ -85,6 +88,10 @@ NULL_REASONS = {
     "kendall_tau": "too few jobs for the drift test",
     "pvalue": "too few values for the test",
     "lag1": "too few batches for the independence test",
+    "utilization": _FEW_JOBS,
+    "useful_utilization": _FEW_JOBS,
+    "measured_utilization": _FEW_JOBS,
+    "held_share": _FEW_JOBS,
     "ks_statistic": "fewer than 2 blocked jobs or an unknown arrival rate",
     "ks_pvalue": "fewer than 2 blocked jobs or an unknown arrival rate",
 }

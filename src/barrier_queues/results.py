@@ -143,6 +143,30 @@ def _book_defaults(chapter: str) -> dict | None:
     return None
 
 
+#: names IPython puts into a notebook's namespace besides the chapter's own
+_IPYTHON_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit", "open"})
+
+
+def check_parameters(chapter: str, namespace: dict) -> None:
+    """Refuse a papermill parameter the chapter does not have (``-p servres 8`` would otherwise be injected as a
+    new variable and ignored, and the run would silently use the default ``servers``).
+
+    Called first in the cell after the parameters, with ``globals()``: at that point the namespace holds the
+    chapter's parameters, what papermill injected, IPython's own names and imports; a plain value (number,
+    text, list, dict, None) under a name the chapter's parameter cell does not define was injected by mistake.
+    """
+    defaults = _book_defaults(chapter)
+    if defaults is None:
+        return
+    plain = (bool, int, float, str, list, dict, tuple, type(None))
+    unknown = sorted(name for name, value in namespace.items()
+                     if not name.startswith("_") and name not in defaults and name not in _IPYTHON_NAMES
+                     and isinstance(value, plain))
+    if unknown:
+        raise ParameterError(f"unknown parameter {', '.join(unknown)} for the {chapter} chapter: its parameters "
+                             f"are {', '.join(defaults)}")
+
+
 def parameter_list(value, name: str) -> list:
     """A notebook parameter that must be a list: as given, or parsed from the text papermill's ``-p`` passes
     (``-p live_tasks "[1, 2, 3]"`` arrives as the string ``"[1, 2, 3]"``; ``-y`` would give a list)."""
@@ -316,5 +340,6 @@ def load_results(folder=DEFAULT_FOLDER) -> pd.DataFrame:
                                        "files", "chosen", "library"])
 
 
-__all__ = ["DEFAULT_FOLDER", "VERDICTS", "Provenance", "load_chosen", "load_claims", "load_results", "output_folder",
+__all__ = ["DEFAULT_FOLDER", "VERDICTS", "Provenance", "check_parameters", "load_chosen", "load_claims", "load_results",
+           "output_folder", "parameter_list",
            "record_claims", "save_figure", "save_table", "source"]

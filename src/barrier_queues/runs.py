@@ -22,7 +22,7 @@ from ._validation import ParameterError, check_int
 from .backends import Backend, pool_map, spark_map
 from .inputs import as_kernel_inputs, chunk_jobs, generator
 from .schedulers import of as scheduler_of
-from .statistics import ReplicationStats, RunAccumulator, RunPartial, finish_replications
+from .statistics import MIN_SATURATED_JOBS, ReplicationStats, RunAccumulator, RunPartial, finish_replications
 from .system import BarrierSystem
 
 #: per-job record fields (``start``: the start of the job's last task)
@@ -293,6 +293,9 @@ def check_run(jobs, replications, warmup, keep_jobs=False, systems=(), saturated
     """Run sizes checked before any work (jobs, replications, warm-up, total draws, each scheduler's guards)."""
     jobs = check_int("jobs", jobs, low=2, high=MAX_JOBS, high_name=f"{MAX_JOBS:.0e}")
     replications = check_int("replications", replications, low=1, high=100_000, high_name="100,000")
+    if saturated and jobs < MIN_SATURATED_JOBS:
+        raise ParameterError(f"jobs must be at least {MIN_SATURATED_JOBS} per replication for a saturated run (got "
+                             f"{jobs:,}): the start rate over fewer starts is no estimate of the stability limit")
     for system in systems:
         draws = jobs * replications * system.mean_tasks * system.phases
         if draws > MAX_DRAWS:

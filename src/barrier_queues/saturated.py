@@ -16,7 +16,7 @@ from ._validation import ParameterError, check_probability
 from .backends import resolve
 from .inputs import spawn_seeds
 from .runs import Task, check_run, run_replications
-from .statistics import batch_means, batch_means_interval, t_interval
+from .statistics import batch_means, batch_means_interval, t_interval, within
 from .system import BarrierSystem, as_system
 
 
@@ -52,15 +52,21 @@ def _saturated_estimate(system: BarrierSystem, reps: list, level: float) -> dict
                              f"{reps[0].stats.total_jobs:,} per replication): every measured job started at the "
                              "first instant, so there is no start rate to measure")
     pooled_lam = total_jobs / spent
-    est["lambda_max"] = float(pooled_lam)
+    # the work-conservation ceiling: no system starts jobs faster than s / E[work] for long (the measured mean
+    # work per job); a short run's start rate can exceed it, and estimate and interval are cut at it
+    ceiling = s * total_jobs / sum(st.sums["work"] for st in stats)
+    est["lambda_max"] = float(min(pooled_lam, ceiling))
     finite = bool(np.isfinite(lam).all())
-    est["lambda_max_ci"] = t_interval(lam, level) if finite else [float("nan"), float("nan")]
+    est["lambda_max_ci"] = within(t_interval(lam, level), 0.0, ceiling) if finite else [float("nan"), float("nan")]
     if not finite:
         est["lambda_max_ci_reason"] = ("a batch of the run started all its jobs at one instant (no finite rate): "
                                        "run more jobs or replications for an interval")
     for key, values, col in (("rho_max", rho, "work"), ("rho_useful", useful, "useful"), ("held_share", held, "held")):
-        est[key] = float(pooled_lam * sum(st.sums[col] for st in stats) / total_jobs / s)
-        est[f"{key}_ci"] = t_interval(values, level) if finite else [float("nan"), float("nan")]
+        est[key] = float(min(pooled_lam, ceiling) * sum(st.sums[col] for st in stats) / total_jobs / s)
+        est[f"{key}_ci"] = within(t_interval(values, level), 0.0, 1.0) if finite else [float("nan"), float("nan")]
+    if pooled_lam > ceiling:
+        est["at_ceiling"] = (f"the run's start rate {pooled_lam:.6g} exceeds the work-conservation ceiling "
+                             f"s / E[work] = {ceiling:.6g}: reported at the ceiling")
     est["mean_completed_tasks"] = sum(st.sums["completed"] for st in stats) / total_jobs
     est.update({"replications": len(stats), "jobs": reps[0].stats.total_jobs, "level": level, "ci_method": method,
                 "warmup": {"rule": stats[0].warmup_rule, "jobs": [st.warmup for st in stats],

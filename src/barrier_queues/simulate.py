@@ -30,6 +30,7 @@ Times are in the system's time unit (mean task time ``1/mu``).
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from .statistics import (
     ALPHA,
     METRICS,
     MIN_TAIL_JOBS,
+    MIN_UTILIZATION_JOBS,
     QUANTILES,
     ReplicationStats,
     batch_means_interval,
@@ -54,6 +56,7 @@ from .statistics import (
     sectioning_interval,
     t_interval,
     wilson_interval,
+    within,
 )
 from .system import BarrierSystem, as_system
 
@@ -263,7 +266,7 @@ class SimulationResult:
         if fewest * (1 - q) < MIN_TAIL_JOBS:
             return {"interval": None, "reason": f"a replication has {fewest * (1 - q):.0f} measured jobs beyond the "
                                                 f"{q:g} quantile; {MIN_TAIL_JOBS} are needed"}
-        return {"interval": sectioning_interval(value, [s.quantile(metric, q) for s in stats], level),
+        return {"interval": within(sectioning_interval(value, [s.quantile(metric, q) for s in stats], level)),
                 "reason": None}
 
     def _class_summary(self, level: float) -> list[dict]:
@@ -284,7 +287,7 @@ class SimulationResult:
             for m in METRICS:
                 row[f"mean_{m}"] = sum(r["sums"][m] for r in per_rep) / jobs
                 means = [r["sums"][m] / r["jobs"] for r in per_rep if r["jobs"] > 0]
-                row["ci"][m] = t_interval(means, level) if len(means) >= 2 else None
+                row["ci"][m] = within(t_interval(means, level)) if len(means) >= 2 else None
                 pooled = merge_histograms([r["histograms"][m] for r in per_rep])
                 row["quantiles"][m] = {str(q): pooled.quantile(q) for q in QUANTILES}
             if len(stats) < 2:
@@ -309,15 +312,17 @@ class SimulationResult:
                "goodput": sum(f["useful"] for f in per) / max(sum(f["work"] for f in per), 1e-300),
                "aborted_jobs": int(sum(f["aborted"] for f in per)), "failure_jobs": int(jobs),
                "failure_ci": {"level": level, "method": "t interval over replications (every job, no warm-up)"}}
+        ranges = {"aborted_share": (0.0, 1.0), "mean_attempts": (1.0, math.inf), "goodput": (0.0, 1.0)}
         for name, v in values.items():
-            out["failure_ci"][name] = t_interval(v, level) if len(v) >= 2 else None
+            out["failure_ci"][name] = within(t_interval(v, level), *ranges[name]) if len(v) >= 2 else None
         out["failure_ci"]["aborted_share"] = wilson_interval(out["aborted_jobs"], int(jobs), level)
         out["failure_ci"]["method"] = ("t interval over replications (every job, no warm-up); aborted share: "
                                        "Wilson score interval over every job")
         out["measured_jobs"] = "completed jobs only (aborted jobs are in aborted_share)"
         done = sum(f["completed_work"] for f in per)
         if done > 0:                        # the measured jobs are the completed ones: add the aborted ones' work
-            out["utilization"] = utilization * sum(f["work"] for f in per) / done
+            # the aborted jobs' work is counted over every job, the window over the measured ones: at most 1
+            out["utilization"] = min(1.0, utilization * sum(f["work"] for f in per) / done)
         return out
 
     def provenance(self) -> dict:
@@ -333,9 +338,18 @@ class SimulationResult:
                 "ci": "t interval over replications" if len(stats) >= 2 else "batch means (20) of one replication"}
 
     def utilization(self, column: str = "work") -> float:
-        """Measured utilization: server time (``work``; or ``useful``, ``held``) / (s x observed time)."""
-        busy = sum(s.sums[column] for s in self.stats)
-        span = sum(s.span for s in self.stats)
+        """Measured utilization: the measured jobs' server time (``work``; or ``useful``, ``held``) / (s x the
+        time from their first arrival to the last departure), summed over replications.
+
+        Every measured job's server time lies inside that window, so the ratio is at most 1 (it leaves out the
+        warm-up jobs' share of the window, a bias of order one sojourn time over the run). NaN with fewer than
+        ``MIN_UTILIZATION_JOBS`` = 100 measured jobs: a few jobs give no estimate of a long-run fraction.
+        """
+        stats = self.stats
+        if sum(s.jobs for s in stats) < MIN_UTILIZATION_JOBS:
+            return float("nan")
+        busy = sum(s.sums[column] for s in stats)
+        span = sum(s.busy_span for s in stats)
         return float(busy / (self.system.servers * span)) if span > 0 else float("nan")
 
     def summary(self, level: float = 0.95) -> dict:
@@ -375,10 +389,10 @@ class SimulationResult:
         for name in METRICS:
             out[f"mean_{name}"] = sum(s.sums[name] for s in stats) / jobs if jobs else float("nan")
             if len(stats) >= 2:
-                out["ci"][name] = t_interval([s.mean(name) for s in stats], level)
+                out["ci"][name] = within(t_interval([s.mean(name) for s in stats], level))
             else:
                 bm = batch_means_interval(stats[0].block_means[name], 20, level)
-                out["ci"][name] = bm["interval"]
+                out["ci"][name] = within(bm["interval"])
                 out["ci"][f"{name}_batches"] = {k: bm[k] for k in ("batches", "lag1", "pvalue", "independent")}
             out["quantiles"][name] = {str(q): self.quantile(name, q) for q in QUANTILES}
             out["quantile_ci"][name] = {}

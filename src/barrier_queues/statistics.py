@@ -54,6 +54,12 @@ MAX_BLOCKS = 20_000
 #: beyond it (fewer undercover: on M/M/4 at rho 0.6, 95 % sectioning intervals of the 0.999 waiting
 #: quantile covered 78 % at 5 jobs beyond, 91.5 % at 20 and 94.5 % at 50, 200 trials each)
 MIN_TAIL_JOBS = 50
+#: a measured utilization (or held share) is given only over at least this many measured jobs; below it,
+#: NaN with its reason (2 jobs gave 0.86, and with the old arrival-span denominator up to 267)
+MIN_UTILIZATION_JOBS = 100
+#: a saturated run needs at least this many jobs per replication for an estimate of the stability limit
+#: (3 jobs gave rho_max 2.78, 10 gave 1.01: a start rate over a handful of starts is no estimate)
+MIN_SATURATED_JOBS = 100
 #: histogram segments per replication (the warm-up is rounded up to a segment boundary)
 SEGMENTS = 100
 
@@ -150,6 +156,14 @@ def t_interval(values, level: float = 0.95) -> list[float]:
     return [float(x.mean() - half), float(x.mean() + half)]
 
 
+def within(interval, low: float = 0.0, high: float = math.inf) -> list[float]:
+    """``interval`` cut to the values the estimated quantity can take, ``[low, high]`` (a waiting time is not
+    negative, a utilization not above 1). The true value lies there, so the cut keeps the coverage; an
+    interval wholly outside shrinks to the nearest end (the estimate is cut there too); NaN stays NaN."""
+    lo, hi = (float(x) for x in interval)
+    return [min(max(lo, low), high) if lo == lo else lo, max(min(hi, high), low) if hi == hi else hi]
+
+
 def sectioning_interval(estimate: float, sections, level: float = 0.95) -> list[float]:
     """``[low, high]`` sectioning interval: ``estimate`` (from all the data) +- t * sd(sections) / sqrt(n).
 
@@ -171,7 +185,7 @@ def sectioning_interval(estimate: float, sections, level: float = 0.95) -> list[
 def batch_means(x, batches: int) -> np.ndarray:
     """Means of ``batches`` consecutive, (almost) equal batches of ``x``."""
     x = np.asarray(x, dtype=float)
-    return np.array([b.mean() for b in np.array_split(x, batches)])
+    return np.array([b.mean() for b in np.array_split(x, min(batches, x.size))]) if x.size else np.empty(0)
 
 
 def lag1_test(means) -> dict:
@@ -365,7 +379,9 @@ class ReplicationStats:
 
     ``jobs`` measured jobs after ``warmup`` dropped; ``sums`` of each column
     over them; ``span`` the time from the first measured arrival (or start,
-    for saturated runs) to the last; ``histograms`` of the three metrics;
+    for saturated runs) to the last; ``busy_span`` from the first measured
+    arrival to the last departure (every measured job's server time lies
+    inside it); ``histograms`` of the three metrics;
     ``block_means`` of the waiting time (and of the spacing between starts)
     after the warm-up, for batch means and the drift test;
     ``warmup_at_limit``: MSER chose the largest truncation allowed.
@@ -385,6 +401,7 @@ class ReplicationStats:
     kernel_seconds: float = 0.0
     total_jobs: int = 0
     extra: dict = field(default_factory=dict)
+    busy_span: float = float("nan")
 
     def mean(self, column: str) -> float:
         return self.sums[column] / self.jobs if self.jobs else float("nan")
@@ -421,6 +438,7 @@ class RunPartial:
     kernel_seconds: float = 0.0
     classes: tuple | None = None            # per class: segment sums, segment histograms, tail histograms
     failures: dict | None = None            # with failures: counts over every job (jobs, aborted, attempts, work)
+    last_departure: float = float("nan")    # the latest departure of an accumulated job
 
 
 class RunAccumulator:
@@ -453,6 +471,7 @@ class RunAccumulator:
         self.arrival_at = np.full(self.nsegments, np.nan)                  # arrival at each segment's start
         self.start_at = np.full(self.nsegments, np.nan)
         self.last_arrival = self.last_start = np.nan
+        self.last_departure = -np.inf
         self.seen = 0                                                      # jobs offered, warm-up included
         self.previous_start = np.nan
         # per class: sums of the metrics and counts by segment, histograms as for all jobs
@@ -512,6 +531,7 @@ class RunAccumulator:
                                                                      "sojourn": sojourn[a:b],
                                                                      "execution": execution[a:b]})
         self.last_arrival, self.last_start = arrival[-1], start[-1]
+        self.last_departure = max(self.last_departure, float(departure[sl].max()))
 
     def partial(self) -> RunPartial:
         p = RunPartial(self.blocks, self.hist, self.tail, self.arrival_at, self.start_at,
@@ -519,6 +539,7 @@ class RunAccumulator:
                        self.nsegments, self.seen, self.skip, self.mser)
         if self.class_sums is not None:
             p.classes = (self.class_sums, self.class_hist, self.class_tail)
+        p.last_departure = float(self.last_departure)
         return p
 
     def finish(self, saturated: bool = False) -> ReplicationStats:
@@ -574,7 +595,8 @@ def finish_replications(partials: list, saturated: bool = False) -> list[Replica
             span=float(p.last_arrival - p.arrival_at[g]), start_span=float(p.last_start - p.start_at[g]),
             histograms=hist, block_means=block_means, block_jobs=p.block, total_jobs=p.seen, seconds=p.seconds,
             kernel_seconds=p.kernel_seconds, extra={**({"classes": _class_stats(p, g)} if p.classes else {}),
-                                                    **({"failures": p.failures} if p.failures else {})}))
+                                                    **({"failures": p.failures} if p.failures else {})},
+            busy_span=float(p.last_departure - p.arrival_at[g])))
     return out
 
 
@@ -607,7 +629,8 @@ def merge_histograms(histograms) -> LogHistogram:
 __all__ = ["ALPHA", "QUANTILES", "LogHistogram", "ReplicationStats", "RunAccumulator", "RunPartial", "batch_means",
            "deviation_from_linear", "finish_replications",
            "batch_means_interval", "binomial_tolerance", "drift", "lag1_test", "merge_histograms",
-           "mser_truncation", "quantile_interval", "t_interval", "wilson_interval"]
+           "mser_truncation", "quantile_interval", "t_interval", "wilson_interval", "within",
+           "MIN_SATURATED_JOBS", "MIN_TAIL_JOBS", "MIN_UTILIZATION_JOBS"]
 
 
 def deviation_from_linear(x, y) -> float:
