@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import barrier_queues as bq
-from barrier_queues.sweep import grid_from_options, sweep
+from barrier_queues.sweep import grid_from_options, point_key, point_seed, sweep
 
 GRID = {"servers": [8, 16], "tasks": [2, 4], "utilization": [0.3, 0.6]}
 
@@ -22,12 +22,12 @@ def test_grid_is_the_product_in_a_fixed_order():
     assert grid[1] == {"servers": 8, "tasks": 2, "utilization": 0.6}
 
 
-def test_sweep_rows_equal_simulate_many_with_the_same_seed(tmp_path):
+def test_sweep_rows_equal_simulate_with_the_points_own_seed(tmp_path):
     table = sweep(GRID, tmp_path / "out", jobs=3000, replications=2, seed=5, workers=2)
     assert list(table.point) == list(range(8))
-    systems = [bq.at_utilization(bq.BarrierSystem(servers=p["servers"], tasks=p["tasks"]), p["utilization"])
-               for p in grid_from_options(GRID)]
-    direct = bq.simulate_many(systems, jobs=3000, replications=2, seed=5)
+    direct = [bq.simulate(bq.at_utilization(bq.BarrierSystem(servers=p["servers"], tasks=p["tasks"]),
+                                            p["utilization"]), jobs=3000, replications=2, seed=point_seed(5, p))
+              for p in grid_from_options(GRID)]
     assert list(table.mean_sojourn) == [r.summary()["mean_sojourn"] for r in direct]
     on_disk = pd.read_csv(tmp_path / "out" / "results.csv")
     assert list(on_disk.mean_sojourn) == list(table.mean_sojourn)
@@ -42,6 +42,44 @@ def test_local_and_spark_backends_give_identical_tables(tmp_path):
     spark = sweep(GRID, tmp_path / "spark", jobs=2000, replications=2, seed=9, backend="spark", master="local[2]")
     pd.testing.assert_frame_equal(local, spark)
     assert (tmp_path / "spark" / "results.csv").read_bytes() == (tmp_path / "local" / "results.csv").read_bytes()
+
+
+def test_a_point_key_ignores_the_grid_and_defaults():
+    assert point_key({"servers": 16, "tasks": 4, "utilization": 0.5}) == \
+        point_key({"utilization": 0.5, "tasks": 4.0, "servers": 16, "barriers": 1, "needed": None})
+    assert point_key({"servers": 16, "tasks": 4, "utilization": 0.5}) != \
+        point_key({"servers": 16, "tasks": 4, "utilization": 0.5, "barriers": 2})
+    a, b = point_seed(7, {"servers": 16, "tasks": 4}), point_seed(7, {"servers": 16, "tasks": 4})
+    assert a.generate_state(4).tolist() == b.generate_state(4).tolist()
+    assert point_seed(8, {"servers": 16, "tasks": 4}).generate_state(4).tolist() != a.generate_state(4).tolist()
+
+
+def test_a_grown_grid_keeps_every_existing_number_and_computes_only_the_new_points(tmp_path):
+    """Rerun into the same folder with values added, the grid reordered and an option added at its default:
+    the old points' files are not touched (same bytes, same modification time) and their rows are identical;
+    the new table equals a fresh sweep of the whole grid. More replications recompute every point and equal a
+    fresh sweep with that many; a different seed is refused (above)."""
+    out = tmp_path / "grow"
+    small = sweep({"servers": 8, "tasks": [2, 4], "utilization": 0.5}, out, jobs=2000, seed=3, workers=1)
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (out / "points").glob("*.json")}
+    time.sleep(0.01)
+    grown = sweep({"servers": [16, 8], "tasks": [4, 2, 1], "utilization": [0.5, 0.3], "barriers": 1}, out,
+                  jobs=2000, seed=3, workers=2)
+    assert len(grown) == 12 and len(list((out / "points").glob("*.json"))) == 12
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (out / "points").glob("*.json")
+            if p.name in before} == before
+    cols = [c for c in small.columns if c != "point"]
+    old_rows = grown[(grown.servers == 8) & (grown.utilization == 0.5) & grown.tasks.isin([2, 4])]
+    pd.testing.assert_frame_equal(old_rows.sort_values("tasks")[cols].reset_index(drop=True),
+                                  small.sort_values("tasks")[cols].reset_index(drop=True))
+    fresh = sweep({"servers": [16, 8], "tasks": [4, 2, 1], "utilization": [0.5, 0.3]}, tmp_path / "fresh",
+                  jobs=2000, seed=3, workers=2)
+    pd.testing.assert_frame_equal(grown.drop(columns="barriers"), fresh)
+    more = sweep({"servers": 8, "tasks": [2, 4], "utilization": 0.5}, out, jobs=2000, replications=3, seed=3)
+    again = sweep({"servers": 8, "tasks": [2, 4], "utilization": 0.5}, tmp_path / "three", jobs=2000,
+                  replications=3, seed=3)
+    pd.testing.assert_frame_equal(more, again)
+    assert (more.replications == 3).all()
 
 
 def test_a_killed_sweep_resumes_and_loses_only_points_in_flight(tmp_path):
@@ -90,6 +128,8 @@ def test_a_folder_of_another_sweep_or_with_other_files_is_refused(tmp_path):
     sweep({"servers": 8, "tasks": 2, "arrival_rate": 1.0}, tmp_path / "s", jobs=500, seed=1)
     with pytest.raises(bq.ParameterError, match="holds a different sweep \\(its jobs differ\\)"):
         sweep({"servers": 8, "tasks": 2, "arrival_rate": 1.0}, tmp_path / "s", jobs=600, seed=1)
+    with pytest.raises(bq.ParameterError, match="holds a different sweep \\(its seed differ\\)"):
+        sweep({"servers": 8, "tasks": [2, 4], "arrival_rate": 1.0}, tmp_path / "s", jobs=500, seed=2)
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(bq.ParameterError, match="out must be a new or empty folder"):
@@ -116,7 +156,7 @@ def test_a_sweep_folder_is_locked_while_a_sweep_writes_into_it(tmp_path):
     table = bq.sweep(grid, folder, jobs=2_000, replications=2, seed=1)
     assert len(table) == 1 and not (folder / LOCK).exists()
     with pytest.raises(bq.ParameterError, match="holds a different sweep"):
-        bq.sweep([{"servers": 4, "tasks": 2, "arrival_rate": 0.4}], folder, jobs=2_000, replications=2, seed=1)
+        bq.sweep([{"servers": 4, "tasks": 2, "arrival_rate": 0.4}], folder, jobs=3_000, replications=2, seed=1)
     assert not (folder / LOCK).exists()
 
 
@@ -200,7 +240,7 @@ def test_ctrl_c_stops_a_sweep_at_once_with_exit_130_and_one_line(tmp_path):
     assert not any(_alive(w) for w in workers)
     points = list((out / "points").glob("*.json"))
     assert before <= len(points) <= before + 2 < 12
-    assert all(json.loads(p.read_text())["point"] >= 0 for p in points)      # each point file whole
+    assert all(json.loads(p.read_text())["key"] == p.stem for p in points)      # each point file whole
     assert not (out / "results.csv").exists() and not (out / ".lock").exists()
     finished = {p.name: p.read_bytes() for p in points}
     resumed = subprocess.run(args + ["--json"], capture_output=True, text=True)

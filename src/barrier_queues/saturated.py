@@ -62,7 +62,10 @@ def _saturated_estimate(system: BarrierSystem, reps: list, level: float) -> dict
         est["lambda_max_ci_reason"] = ("a batch of the run started all its jobs at one instant (no finite rate): "
                                        "run more jobs or replications for an interval")
     for key, values, col in (("rho_max", rho, "work"), ("rho_useful", useful, "useful"), ("held_share", held, "held")):
-        est[key] = float(min(pooled_lam, ceiling) * sum(st.sums[col] for st in stats) / total_jobs / s)
+        # rho_max is the ceiling's own ratio (cut at 1 with lambda_max); the useful and held shares keep the
+        # run's rate and are cut at 1 alone, so each stays inside its interval
+        rate = min(pooled_lam, ceiling) if key == "rho_max" else pooled_lam
+        est[key] = min(1.0, float(rate * sum(st.sums[col] for st in stats) / total_jobs / s))
         est[f"{key}_ci"] = within(t_interval(values, level), 0.0, 1.0) if finite else [float("nan"), float("nan")]
     if pooled_lam > ceiling:
         est["at_ceiling"] = (f"the run's start rate {pooled_lam:.6g} exceeds the work-conservation ceiling "

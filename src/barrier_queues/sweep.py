@@ -6,16 +6,24 @@ alternative to ``arrival_rate``) and returns one table row per point with its
 parameters and the keys of ``simulate --json`` (means, interval ends,
 quantiles, ``stable``).
 
-* **Same numbers everywhere.** Point ``i`` draws its random streams from
-  ``SeedSequence(seed).spawn(points)[i]`` (the sweep seed and the point's
-  index only), so the local process pool and Spark give bit-identical
-  tables, whatever the partitioning and the order points finish in; the
-  table holds no timings.
-* **Resumable.** With an output folder, each finished point is written at
-  once to ``points/<index>.json`` (atomically) and the folder's
-  ``manifest.json`` fixes the grid, run sizes and seed; rerunning into the
-  same folder computes only the missing points, so an interrupted sweep
-  loses at most the points in flight. ``results.partial.csv`` (or
+* **Same numbers everywhere, keyed by the point.** A point draws its random
+  streams from ``SeedSequence(seed, spawn_key=key)``, where the key is a hash
+  of the point's parameters (:func:`point_key`: options at their default
+  value left out, 16 and 16.0 alike), not of its place in the grid. So the
+  local process pool and Spark give bit-identical tables whatever the
+  partitioning and the order points finish in, and adding values to a grid,
+  reordering it or adding an option at its default value keeps every
+  existing point's numbers bit for bit; the table holds no timings.
+* **Resumable and growable.** With an output folder, each finished point is
+  written at once to ``points/<key>.json`` (atomically) and the folder's
+  ``manifest.json`` fixes the run sizes, seed and library version (the
+  grid is the latest one run); rerunning into the same folder, with the same
+  grid or a larger one, computes only the points not yet there, so an
+  interrupted sweep loses at most the points in flight. A different seed,
+  jobs, warm-up or library version is refused; more replications recompute
+  every point (a summary's warm-up and intervals are chosen over all its
+  replications together; the first ones reuse their streams, so the result
+  equals a fresh sweep with that many). ``results.partial.csv`` (or
   ``.parquet``) is refreshed as points finish; ``results.csv`` is written
   only when every point is in (and the partial table removed).
 * **Backends.** ``"local"``: a fork-based process pool (progress bar on a
@@ -191,16 +199,47 @@ def run_point(args) -> dict:
     return row
 
 
-def _point_path(folder: Path, index: int) -> Path:
-    return folder / "points" / f"{index:07d}.json"
+def _canonical(value):
+    """A point's value as its key sees it: integral floats as integers, tuples as lists, numpy as Python."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def point_key(point: dict) -> str:
+    """A point's identity: 16 hex digits of the SHA-256 of its parameters as canonical JSON, options at the
+    :class:`BarrierSystem` default left out (``barriers=1`` and no ``barriers`` are one point)."""
+    import hashlib
+
+    defaults = {f.name: f.default for f in fields(BarrierSystem)}
+    kept = {k: _canonical(v) for k, v in point.items() if not (k in defaults and _canonical(v) == defaults[k])}
+    text = json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def point_seed(entropy: int, point: dict) -> np.random.SeedSequence:
+    """The point's random streams: ``SeedSequence(entropy, spawn_key=...)`` with the key's 64 bits as two words,
+    independent of where the point sits in its grid."""
+    key = int(point_key(point), 16)
+    return np.random.SeedSequence(entropy, spawn_key=(key >> 32, key & 0xFFFFFFFF))
+
+
+def _point_path(folder: Path, key: str) -> Path:
+    return folder / "points" / f"{key}.json"
 
 
 def _write_point(folder: Path, index: int, point: dict, row: dict) -> None:
-    path = _point_path(folder, index)
-    if path.exists():
-        return
+    key = point_key(point)
+    path = _point_path(folder, key)
+    stored = {k: v for k, v in row.items() if k != "point"}          # its place in a grid is not the point's
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"point": index, "params": point, "row": row}, allow_nan=False) + "\n")
+    tmp.write_text(json.dumps({"key": key, "params": point, "row": stored}, allow_nan=False) + "\n")
     os.replace(tmp, path)
 
 
@@ -216,6 +255,9 @@ def _manifest(grid, jobs, replications, entropy, warmup, allow_unstable, fmt) ->
 
 
 LOCK = ".lock"
+#: manifest entries a rerun into the same folder may change: the grid (points are found by their keys), the
+#: replications (points run with other replications are computed again) and the table's format
+GROWABLE = frozenset({"grid", "replications", "format"})
 
 
 def _pid_alive(pid: int) -> bool:
@@ -281,35 +323,50 @@ def _open_folder(out, manifest: dict) -> tuple[Path, int]:
             raise ParameterError(f"out folder {str(folder)!r} has an unreadable manifest.json; choose another "
                                  "folder") from None
         mine = {**manifest, "seed": old.get("seed") if manifest["seed"] is None else manifest["seed"]}
-        diff = sorted(k for k in set(mine) | set(old) if k != "format" and old.get(k) != mine.get(k))
+        # the grid may grow or change and the replications too: points are found by their keys
+        diff = sorted(k for k in set(mine) | set(old) if k not in GROWABLE and old.get(k) != mine.get(k))
         if diff:
             raise ParameterError(f"out folder {str(folder)!r} holds a different sweep (its {', '.join(diff)} "
-                                 "differ); rerun it with the same options to resume it, or choose another folder")
+                                 "differ); rerun it with the same seed, jobs, warm-up and library version to resume "
+                                 "or extend it, or choose another folder")
+        _write_manifest(folder, {**mine, "seed": old["seed"]})
         return folder, int(old["seed"])
     if folder.exists() and (not folder.is_dir() or any(p.name != LOCK for p in folder.iterdir())):
         raise ParameterError(f"out must be a new or empty folder, or one of this sweep's earlier runs "
                              f"({str(folder)!r} holds other files); choose another folder")
     entropy = int(manifest["seed"]) if manifest["seed"] is not None else np.random.SeedSequence().entropy
     (folder / "points").mkdir(parents=True, exist_ok=True)
-    tmp = folder / ".manifest.json.tmp"
-    tmp.write_text(json.dumps({**manifest, "seed": str(entropy)}, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    _write_manifest(folder, {**manifest, "seed": str(entropy)})
     return folder, entropy
 
 
-def _finished(folder: Path | None, n: int) -> dict[int, dict]:
+def _write_manifest(folder: Path, manifest: dict) -> None:
+    tmp = folder / ".manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, folder / "manifest.json")
+
+
+def _finished(folder: Path | None, grid: list[dict], replications: int) -> dict[int, dict]:
+    """The grid's points already in the folder (by key), as rows numbered by their place in this grid; a point
+    run with other replications is not finished (it is computed again and its file replaced)."""
     if folder is None:
         return {}
-    rows = {}
     for path in (folder / "points").glob(".*.tmp"):
         path.unlink(missing_ok=True)               # a write cut by kill or Ctrl-C (we hold the folder's lock)
-    for path in (folder / "points").glob("*.json"):
+    rows = {}
+    for i, point in enumerate(grid):
+        path = _point_path(folder, point_key(point))
         try:
             data = json.loads(path.read_text())
-            rows[int(data["point"])] = data["row"]
+            row = data["row"]
+        except FileNotFoundError:
+            continue
         except (OSError, ValueError, KeyError):
             path.unlink(missing_ok=True)           # a torn file: the point is computed again
-    return {i: r for i, r in rows.items() if i < n}
+            continue
+        if row.get("replications") == replications:
+            rows[i] = {"point": i, **row}
+    return rows
 
 
 def _write_table(table, folder: Path, fmt: str, final: bool = True) -> None:
@@ -396,10 +453,9 @@ def _open_folder_check(out) -> None:
 
 def _sweep_points(grid, folder, entropy, jobs, replications, warmup, allow_unstable, fmt, workers, progress,
                   where):
-    seeds = np.random.SeedSequence(entropy).spawn(len(grid))
-    done = _finished(folder, len(grid))
-    todo = [(i, grid[i], jobs, replications, seeds[i], warmup, allow_unstable, str(folder) if folder else None)
-            for i in range(len(grid)) if i not in done]
+    done = _finished(folder, grid, replications)
+    todo = [(i, grid[i], jobs, replications, point_seed(entropy, grid[i]), warmup, allow_unstable,
+             str(folder) if folder else None) for i in range(len(grid)) if i not in done]
     rows = dict(done)
     show = sys.stderr.isatty() if progress is None else progress
     last_write = time.monotonic()
@@ -443,4 +499,5 @@ def _run_local(todo, workers, show, folder, fmt, rows, last_write) -> dict:
     return new
 
 
-__all__ = ["FIELDS", "check_grid", "grid_from_options", "point_row", "point_system", "run_point", "sweep"]
+__all__ = ["FIELDS", "check_grid", "grid_from_options", "point_key", "point_row", "point_seed", "point_system",
+           "run_point", "sweep"]
