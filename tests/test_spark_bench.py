@@ -183,3 +183,62 @@ def test_mixed_workload_configs_draw_each_jobs_kind_from_their_own_stream():
         SparkBenchConfig(executors=8, tasks=8, tasks_pmf="2:0.5,8:0.5")
     with pytest.raises(ParameterError, match="phases must be 1 and sync_points 0 for a mixed workload"):
         SparkBenchConfig(executors=8, tasks=4, barrier_fraction=0.5, phases=2)
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc (Linux)")
+def test_a_real_standalone_cluster_runs_a_sweep_and_a_benchmark_and_is_torn_down(tmp_path):
+    """A Spark standalone cluster from the installed pyspark (a master and 2 workers of 1 core, bound to
+    127.0.0.1, work and logs under tmp_path): ``sweep --backend spark --master spark://...`` gives the local
+    table byte for byte, and a short ``spark-bench --master spark://...`` run completes on its 2 executors.
+    Stopping it ends every process the cluster started (daemons, executors, Python workers), checked by PID."""
+    import threading
+
+    import pandas as pd
+
+    from barrier_queues.backends import StandaloneCluster
+
+    cluster = StandaloneCluster(tmp_path / "cluster", workers=2, cores=1, memory_mb=1024)
+    seen: set[int] = set()
+    running = threading.Event()
+    with cluster:
+        running.set()
+
+        def sample():
+            while running.is_set():
+                seen.update(cluster.pids())
+                time.sleep(0.2)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            grid = ["-s", "8", "-k", "2,4", "--utilization", "0.3,0.6", "--jobs", "2000", "--replications", "2",
+                    "--seed", "9"]
+            cli = [sys.executable, "-m", "barrier_queues.cli"]
+            spark = subprocess.run(cli + ["sweep", *grid, "--backend", "spark", "--master", cluster.master,
+                                          "--out", str(tmp_path / "spark"), "--json"],
+                                   capture_output=True, text=True, timeout=600)
+            assert spark.returncode == 0, spark.stderr[-3000:]
+            bench = subprocess.run(cli + ["spark-bench", "--master", cluster.master, "--executors", "2", "--tasks",
+                                          "2", "--arrival-rate", "0.8", "--jobs", "4", "--warmup-jobs", "1",
+                                          "--task-mean", "0.5", "--seed", "3", "--time-limit", "300",
+                                          "--out", str(tmp_path / "bench"), "--json"],
+                                   capture_output=True, text=True, timeout=600)
+            assert bench.returncode == 0, bench.stderr[-3000:]
+        finally:
+            running.clear()
+            sampler.join()
+    local = subprocess.run(cli + ["sweep", *grid, "--out", str(tmp_path / "local"), "--json"],
+                           capture_output=True, text=True, timeout=600)
+    assert local.returncode == 0, local.stderr[-3000:]
+    assert (tmp_path / "spark" / "results.csv").read_bytes() == (tmp_path / "local" / "results.csv").read_bytes()
+    assert len(pd.read_csv(tmp_path / "local" / "results.csv")) == 4
+    meta = json.loads(bench.stdout)
+    assert meta["status"] == "complete" and meta["submitted"] == 4 and meta["master"] == cluster.master
+    assert meta["serving"]["executors"] == 2
+    # executors ran (more than the master and 2 workers were seen), and nothing of the cluster is left
+    assert len(seen) > 3, seen
+    assert [p for p in seen if os.path.exists(f"/proc/{p}") and open(f"/proc/{p}/stat").read().split()[2] != "Z"] \
+        == []
+    assert cluster.pids() == []

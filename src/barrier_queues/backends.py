@@ -204,6 +204,18 @@ def check_master_reachable(master: str, timeout: float = 5.0) -> None:
                          f"({'; '.join(reasons)}); is the standalone master running?")
 
 
+def driver_host(master: str) -> str | None:
+    """The address the Spark driver binds to: 127.0.0.1 for ``local``, ``local-cluster`` and a standalone master
+    on this machine (loopback), else None: Spark's default (this host's name), which a cluster's executors must
+    be able to reach (set ``SPARK_LOCAL_IP`` to choose another interface)."""
+    if master.startswith("local"):
+        return "127.0.0.1"
+    hosts = [a.rpartition(":")[0] for a in master[len("spark://"):].split(",")] if master.startswith("spark://") else []
+    if hosts and all(h in ("127.0.0.1", "localhost", "::1", "[::1]") for h in hosts):
+        return "127.0.0.1"
+    return None
+
+
 def spark_session(master: str, app: str = "barrier-queues-sweep"):
     """A SparkSession on ``master`` for running items as tasks (checked: pyspark, Java, a reachable master)."""
     check_master(master)
@@ -222,8 +234,8 @@ def spark_session(master: str, app: str = "barrier-queues-sweep"):
     builder = (SparkSession.builder.master(master).appName(app)
                .config("spark.ui.enabled", "false").config("spark.python.worker.reuse", "true")
                .config("spark.task.maxFailures", "1"))
-    if master.startswith("local"):
-        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    if (host := driver_host(master)) is not None:
+        builder = builder.config("spark.driver.host", host).config("spark.driver.bindAddress", host)
     return builder.getOrCreate()
 
 
@@ -242,5 +254,150 @@ def spark_map(function, items: list, master: str) -> list:
     return out
 
 
-__all__ = ["BACKENDS", "Backend", "backend_from_environment", "check_master_reachable", "java_version", "pool_map",
-           "resolve", "spark_map", "spark_session"]
+# --------------------------------------------------------------------------------------------------
+# a standalone Spark cluster on this machine
+
+def _free_port(host: str) -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class StandaloneCluster:
+    """A real Spark standalone cluster on this machine: one master and ``workers`` workers, started from the
+    installed pyspark (``spark-class org.apache.spark.deploy.master.Master`` / ``...worker.Worker``), bound to
+    ``host``, with their work and log folders under ``folder``. Use it as a context manager; ``master`` is its
+    ``spark://host:port`` URL. Each daemon runs in its own process group, so that stopping the cluster ends
+    it with every executor and Python worker it started (SIGTERM, then SIGKILL after ``grace`` seconds).
+
+    It serves tests and trying the ``spark://`` path without a cluster; on a real cluster, start the master
+    and workers with Spark's ``sbin/start-master.sh`` and ``sbin/start-worker.sh`` instead.
+    """
+
+    def __init__(self, folder, workers: int = 2, cores: int = 1, memory_mb: int = 1024, host: str = "127.0.0.1",
+                 timeout: float = 120.0, grace: float = 10.0):
+        from pathlib import Path
+
+        self.folder = Path(folder)
+        self.workers = check_int("workers", workers, low=1, high=64)
+        self.cores = check_int("cores", cores, low=1, high=256)
+        self.memory_mb = check_int("memory_mb", memory_mb, low=512)
+        self.host, self.timeout, self.grace = host, float(timeout), float(grace)
+        self.processes: list[subprocess.Popen] = []
+        self.master: str | None = None
+
+    def _spark_class(self) -> str:
+        try:
+            import pyspark
+        except ImportError:
+            raise ParameterError("pyspark must be installed for a standalone cluster (pip install pyspark)") from None
+        path = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
+        if not os.path.exists(path):
+            raise ParameterError(f"pyspark must include bin/spark-class (not found at {path})")
+        return path
+
+    def _start(self, name: str, args: list[str], env: dict) -> subprocess.Popen:
+        log = open(self.folder / "logs" / f"{name}.out", "ab")
+        try:
+            proc = subprocess.Popen([self._spark_class(), *args], stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        finally:
+            log.close()
+        self.processes.append(proc)
+        return proc
+
+    def _alive_workers(self, ui_port: int) -> int:
+        import json
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(f"http://{self.host}:{ui_port}/json/", timeout=2) as r:
+                return int(json.load(r).get("aliveworkers", 0))
+        except (OSError, ValueError):
+            return 0
+
+    def start(self) -> str:
+        java_version()
+        for sub in ("logs", "work"):
+            (self.folder / sub).mkdir(parents=True, exist_ok=True)
+        spark_home = os.path.dirname(os.path.dirname(self._spark_class()))
+        env = {**os.environ, "SPARK_HOME": spark_home, "SPARK_LOCAL_IP": self.host,
+               "SPARK_LOG_DIR": str(self.folder / "logs"), "SPARK_WORKER_DIR": str(self.folder / "work"),
+               "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
+        port, ui = _free_port(self.host), _free_port(self.host)
+        self.master = f"spark://{self.host}:{port}"
+        try:
+            self._start("master", ["org.apache.spark.deploy.master.Master", "--host", self.host, "--port", str(port),
+                                   "--webui-port", str(ui)], env)
+            for i in range(self.workers):
+                self._start(f"worker-{i}", ["org.apache.spark.deploy.worker.Worker", self.master, "--host", self.host,
+                                            "--cores", str(self.cores), "--memory", f"{self.memory_mb}m",
+                                            "--work-dir", str(self.folder / "work" / str(i)),
+                                            "--webui-port", str(_free_port(self.host))], env)
+            deadline = time.monotonic() + self.timeout
+            while self._alive_workers(ui) < self.workers:
+                if time.monotonic() > deadline or any(p.poll() is not None for p in self.processes):
+                    raise ParameterError(f"the standalone cluster must start within {self.timeout:g} s with "
+                                         f"{self.workers} workers (see {self.folder / 'logs'})")
+                time.sleep(0.5)
+        except BaseException:
+            self.stop()
+            raise
+        return self.master
+
+    def pids(self) -> list[int]:
+        """Every live process of the cluster's process groups (daemons, executors, Python workers; Linux)."""
+        groups = {p.pid for p in self.processes}
+        out = []
+        for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+            if entry.isdigit():
+                try:
+                    fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(fields[2]) in groups and fields[0] != "Z":
+                    out.append(int(entry))
+        return out
+
+    def stop(self) -> None:
+        for proc in self.processes:
+            if _group_alive(proc.pid):
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + self.grace
+        while any(_group_alive(p.pid) for p in self.processes) and time.monotonic() < deadline:
+            for p in self.processes:
+                p.poll()
+            time.sleep(0.2)
+        for proc in self.processes:
+            if _group_alive(proc.pid):
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            proc.wait()
+
+    def __enter__(self) -> StandaloneCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+__all__ = ["BACKENDS", "Backend", "StandaloneCluster", "backend_from_environment", "check_master_reachable",
+           "driver_host", "java_version", "pool_map", "resolve", "spark_map", "spark_session"]

@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from ._validation import ParameterError, check_int, check_positive, check_probability
-from .backends import check_master, check_master_reachable, java_version
+from .backends import check_master, check_master_reachable, driver_host, java_version
 from .load import offered_utilization
 from .outputs import check_new_folder
 from .system import BarrierSystem
@@ -330,8 +330,6 @@ def _start_session(config: SparkBenchConfig, run_dir: Path, t_begin: float):
              .config("spark.executor.memory", f"{config.executor_memory_mb}m")
              .config("spark.executor.cores", "1").config("spark.cores.max", str(config.executors))
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1")
              .config("spark.eventLog.enabled", "true")
              .config("spark.eventLog.dir", str((run_dir / "eventlog").resolve()))
              .config("spark.eventLog.rolling.enabled", "false")
@@ -340,6 +338,8 @@ def _start_session(config: SparkBenchConfig, run_dir: Path, t_begin: float):
              .config("spark.scheduler.mode", "FIFO").config("spark.speculation", "false")
              .config("spark.dynamicAllocation.enabled", "false").config("spark.locality.wait", "0")
              .config("spark.scheduler.minRegisteredResourcesRatio", "1.0"))
+    if (host := driver_host(config.spark_master)) is not None:
+        builder = builder.config("spark.driver.host", host).config("spark.driver.bindAddress", host)
     if config.failure_rate is not None:
         for key, value in FAILURE_SETTINGS.items():
             builder = builder.config(key, value)
