@@ -112,7 +112,7 @@ BAD_INPUTS = [
      "probe-ratio must be a finite number >= 1 (got '0.5')"),
     (("simulate", "-s", "8", "-k", "4", "--sync", "spark", "--arrival-rate", "1"), "sync must be None with phases = 1"),
     (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "1", "--seed", "-3"),
-     "seed must be an integer with 0 <= seed <= 9223372036854775807 (got '-3')"),
+     "seed must be an integer with 0 <= seed <= 340282366920938463463374607431768211455 (got '-3')"),
     (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "1", "--seed", "1.5"), "seed must be an integer"),
     (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "1", "--jobs", "1"), "jobs must be an integer with 2 <="),
     (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "1", "--jobs", "100", "--warmup", "99"),
@@ -328,6 +328,9 @@ def simulate_argv(draw):
     argv += draw(_option("--workers", ["1", "2", "0"]))
     argv += draw(_option("--seed", ["0", "1", "18446744073709551615", "-1", "2.5"]))
     argv += draw(_flag("--saturated")) + draw(_flag("--allow-unstable"))
+    argv += draw(_option("--precision", ["0.2", "0", "1", "nan", "-0.1"]))
+    argv += draw(_option("--precision-abs", ["0.5", "0", "inf", "x"]))
+    argv += draw(_option("--budget", ["100000", "1", "0", "1e20"]))
     return argv
 
 
@@ -484,3 +487,13 @@ def test_an_output_is_never_one_of_the_inputs_even_with_force(tmp_path):
 def test_workers_1_with_one_replication_runs():
     r = run("simulate", "-s", "4", "-k", "2", "--arrival-rate", "0.5", "--jobs", "2000", "--workers", "1", "--json")
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("extra", [["--utilization", "0.5"], ["--saturated", "--replications", "2"]])
+def test_an_unseeded_run_reports_the_seed_it_drew_and_that_seed_repeats_it(extra):
+    base = ["simulate", "-s", "4", "-k", "2", "--jobs", "2000", "--json", *extra]
+    first = json.loads(run(*base).stdout)
+    assert isinstance(first["seed"], int) and first["seed"] >= 0
+    again = json.loads(run(*base, "--seed", str(first["seed"])).stdout)
+    key = "mean_sojourn" if "--saturated" not in extra else "lambda_max"
+    assert again[key] == first[key] and again["seed"] == first["seed"]

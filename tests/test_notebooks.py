@@ -159,6 +159,17 @@ def test_a_rerun_with_new_parameters_never_writes_into_the_committed_results(tmp
     assert "results go to ../_build/results/intro-" in text
 
 
+@pytest.mark.parametrize("name", sorted(set(NAMES) - {"usage"}))
+def test_code_is_folded_behind_the_narrative(name):
+    """A reader sees text, figures, tables and verdicts; every code cell but the parameters (what a rerun
+    changes) is folded one click away (hide-input). The usage page is exempt: its code is what it teaches."""
+    nb = nbformat.read(BOOK / f"{name}.ipynb", as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    shown = [c.source[:60] for c in code if not {"parameters", "hide-input", "remove-input", "hide-cell",
+                                                  "remove-cell"} & set(c.metadata.get("tags", []))]
+    assert shown == [] and len(code) >= 2
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_a_misspelt_parameter_is_refused_by_name(name):
     """papermill injects any -p name as a new variable; the chapter refuses one it does not define (here before
@@ -167,7 +178,7 @@ def test_a_misspelt_parameter_is_refused_by_name(name):
     from barrier_queues.results import _book_defaults, check_parameters
 
     defaults = _book_defaults(name)
-    namespace = {**defaults, "In": [], "Out": {}, "_ih": [], "json": json, "re": re,
+    namespace = {**defaults, "In": [], "Out": {}, "_ih": [], "json": json, "re": re, "VERDICTS": ("agrees",),
                  "check_parameters": check_parameters}
     check_parameters(name, namespace)
     with pytest.raises(ParameterError, match=f"unknown parameter servres for the {name} chapter: its parameters "

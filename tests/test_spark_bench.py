@@ -220,6 +220,7 @@ def test_a_real_standalone_cluster_runs_a_sweep_and_a_benchmark_and_is_torn_down
                                           "--out", str(tmp_path / "spark"), "--json"],
                                    capture_output=True, text=True, timeout=600)
             assert spark.returncode == 0, spark.stderr[-3000:]
+            assert "FutureWarning" not in spark.stderr                  # pyspark's pandas notice is silenced
             bench = subprocess.run(cli + ["spark-bench", "--master", cluster.master, "--executors", "2", "--tasks",
                                           "2", "--arrival-rate", "0.8", "--jobs", "4", "--warmup-jobs", "1",
                                           "--task-mean", "0.5", "--seed", "3", "--time-limit", "300",

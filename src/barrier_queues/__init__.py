@@ -26,18 +26,20 @@ _EXPORTS = {
                       "as_task_distribution", "parse_task_distribution", "scaled"],
     "order_stats": ["exp_order_stat_mean", "exp_order_stat_mgf", "exp_order_stat_var", "exp_server_time_per_job",
                     "harmonic", "order_stat_mean", "server_time_per_job"],
-    "simulate": ["SimulationResult", "compare_with_exact", "simulate_many", "trace"],
+    "simulate": ["SimulationResult", "compare_with_exact", "simulate_many", "simulate_to_precision", "trace"],
     "saturated": ["saturated_curve", "saturated_many", "saturated_throughput"],
     "stability": ["StabilityLimit", "known_limit", "one_barrier_lambda_max", "stability_curve", "stability_limit",
                   "table_one", "two_barrier_lambda_max"],
     "load": ["arrival_rate_for", "at_utilization", "mean_work", "offered_utilization", "system_at_utilization"],
     "release": ["release_law"],
     "phases": ["phase_law", "plan_phases"],
+    "bounds": ["bound"],
+    "planning": ["plan"],
 }
 _MODULES = ("backends", "bounds", "cli", "ctmc", "distributions", "eventlog", "figures", "inputs", "kernels", "load",
-            "order_stats", "outputs", "overhead", "phases", "planning", "reference", "release", "results", "rules",
-            "runs", "saturated", "schedulers", "simulate", "spark_analysis", "spark_bench", "stability",
-            "statistics", "sweep", "system")
+            "order_stats", "outputs", "overhead", "phases", "planning", "precision", "reference", "release",
+            "results", "rules", "runs", "saturated", "schedulers", "simulate", "spark_analysis", "spark_bench",
+            "stability", "statistics", "sweep", "system")
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 

@@ -227,9 +227,10 @@ def spark_session(master: str, app: str = "barrier-queues-sweep"):
     check_master_reachable(master)
     import warnings
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        from pyspark.sql import SparkSession
+    # pyspark 4.3 warns that it "does not yet fully support pandas >= 3" when pandas is imported with it; the
+    # RDD API used here needs no pandas (the warning comes again at the session's start, so for the process)
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+    from pyspark.sql import SparkSession
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.master(master).appName(app)
                .config("spark.ui.enabled", "false").config("spark.python.worker.reuse", "true")

@@ -127,7 +127,7 @@ def _list(parse):
     return parse_list
 
 
-SEED = _int("seed", 0, 2**63 - 1)
+SEED = _int("seed", 0, 2**128 - 1)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -294,7 +294,9 @@ def _simulate(args) -> dict:
 
     if args.saturated:
         for flag, value in (("--arrival-rate", args.arrival_rate), ("--utilization", args.utilization),
-                            ("--jobs-csv", args.jobs_csv), ("--allow-unstable", args.allow_unstable or None)):
+                            ("--jobs-csv", args.jobs_csv), ("--allow-unstable", args.allow_unstable or None),
+                            ("--precision", args.precision), ("--precision-abs", args.precision_abs),
+                            ("--budget", args.budget)):
             if value is not None:
                 raise ParameterError(f"{flag} must not be given with --saturated (got {value!r}): every job "
                                      "arrives at time 0")
@@ -310,13 +312,15 @@ def _simulate(args) -> dict:
     else:
         result = simulate(system, jobs=args.jobs, replications=args.replications, seed=args.seed, warmup=args.warmup,
                           workers=args.workers, progress=False if args.json else None,
-                          allow_unstable=args.allow_unstable, jobs_csv=args.jobs_csv)
+                          allow_unstable=args.allow_unstable, jobs_csv=args.jobs_csv, precision=args.precision,
+                          absolute_precision=args.precision_abs, budget=args.budget)
         out = dict(result.summary())
+        out["seed"] = result.seed
         out["mode"] = "queue"
         if args.jobs_csv:
             out["jobs_csv"] = args.jobs_csv
     out["config"] = system.describe()
-    out["seed"] = args.seed
+    out["seed"] = int(out["seed"]) if out.get("seed") is not None else args.seed   # the seed drawn if none given
     return out
 
 
@@ -357,6 +361,15 @@ def _print_simulation(out: dict) -> None:
     print(f"utilization   {out['utilization']:.4f} measured, offered {_fmt(out['offered_utilization'])}; useful "
           f"{out['useful_utilization']:.4f}; tasks completed per job {out['mean_completed_tasks']:.4g}"
           + (f"; held share {out['held_share']:.4f}" if "held_share" in out else ""))
+    if "precision" in out:
+        pr = out["precision"]
+        target = " or ".join(t for t in (f"{pr['target']:.2%} of the mean" if pr["target"] else "",
+                                         f"{pr['absolute']:g} absolute" if pr["absolute"] else "") if t)
+        reached = ", ".join(f"{m} {v:.2%}" for m, v in pr["reached"].items())
+        print(f"precision     target {target}: {'met' if pr['met'] else 'NOT met'} after {pr['rounds']} round(s), "
+              f"{pr['jobs_used']:,} jobs of a budget of {pr['budget']:,}; reached {reached}")
+        if not pr["met"]:
+            print(f"              {pr['reason']}")
     stab = out["stability"]
     stable = "cannot tell (too close to the limit)" if out["stable"] is None else out["stable"]
     print(f"stable        {stable} (lambda_max {_fmt(stab['lambda_max'], '.6g')} by {stab['method']}; "
@@ -460,7 +473,8 @@ def _sweep(args) -> dict:
     grid = grid_from_options(options)
     table = sweep(grid, args.out, jobs=args.jobs, replications=args.replications, seed=args.seed,
                   warmup=args.warmup, backend=args.backend, master=args.master, workers=args.workers,
-                  fmt=args.format, allow_unstable=args.allow_unstable, progress=False if args.json else None)
+                  fmt=args.format, allow_unstable=args.allow_unstable, progress=False if args.json else None,
+                  precision=args.precision, absolute_precision=args.precision_abs, budget=args.budget)
     return {"out": args.out, "points": int(len(table)), "backend": args.backend,
             "rows": table.to_dict(orient="records") if args.json else None, "_table": table}
 
@@ -588,6 +602,15 @@ def _run_options(p, saturated: bool = True):
     p.add_argument("--workers", type=_int("workers", 1, 4096), default=None, help="processes (default: all cores)")
     p.add_argument("--seed", type=SEED, default=None, help="seed, an integer >= 0")
     p.add_argument("--allow-unstable", action="store_true", help="simulate even at or above the known stability limit")
+    p.add_argument("--precision", type=_float("precision", 0, 1, True, True), default=None,
+                   help="run until every mean's 95%% interval half-width is at most this share of the mean (e.g. "
+                        "0.01), adding replications of --jobs jobs in rounds (the first: --replications, default "
+                        "10)")
+    p.add_argument("--precision-abs", type=_scale("precision-abs"), default=None,
+                   help="or at most this half-width in time units (either target suffices)")
+    p.add_argument("--budget", type=_int("budget", 1, 10**13), default=None,
+                   help="with a precision target: at most this many jobs in all (default 100,000,000); the run "
+                        "stops there and reports the precision reached")
 
 
 def _add_stability(sub) -> None:

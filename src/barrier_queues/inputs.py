@@ -46,6 +46,14 @@ def generator(seed) -> np.random.Generator:
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
 
+def recorded_seed(seed):
+    """The seed a run uses: the caller's, or fresh entropy drawn now and recorded, so that an unseeded run can
+    be repeated exactly (``SeedSequence(entropy)`` is the sequence an unseeded run would have drawn)."""
+    if seed is None:
+        return int(np.random.SeedSequence().entropy)
+    return seed
+
+
 def spawn_seeds(seed, n: int) -> list[np.random.SeedSequence]:
     """``n`` independent streams: ``SeedSequence(seed).spawn(n)`` (``seed``: None, an int >= 0 or a SeedSequence)."""
     if seed is not None and not isinstance(seed, np.random.SeedSequence):

@@ -161,7 +161,7 @@ def check_parameters(chapter: str, namespace: dict) -> None:
     plain = (bool, int, float, str, list, dict, tuple, type(None))
     unknown = sorted(name for name, value in namespace.items()
                      if not name.startswith("_") and name not in defaults and name not in _IPYTHON_NAMES
-                     and isinstance(value, plain))
+                     and not name.isupper() and isinstance(value, plain))     # CONSTANTS are imported, not -p
     if unknown:
         raise ParameterError(f"unknown parameter {', '.join(unknown)} for the {chapter} chapter: its parameters "
                              f"are {', '.join(defaults)}")

@@ -14,7 +14,7 @@ import numpy as np
 
 from ._validation import ParameterError, check_probability
 from .backends import resolve
-from .inputs import spawn_seeds
+from .inputs import recorded_seed, spawn_seeds
 from .runs import Task, check_run, run_replications
 from .statistics import batch_means, batch_means_interval, t_interval, within
 from .system import BarrierSystem, as_system
@@ -52,24 +52,23 @@ def _saturated_estimate(system: BarrierSystem, reps: list, level: float) -> dict
                              f"{reps[0].stats.total_jobs:,} per replication): every measured job started at the "
                              "first instant, so there is no start rate to measure")
     pooled_lam = total_jobs / spent
-    # the work-conservation ceiling: no system starts jobs faster than s / E[work] for long (the measured mean
-    # work per job); a short run's start rate can exceed it, and estimate and interval are cut at it
+    # the work-conservation ceiling: no system keeps its servers busier than all the time, rho_max <= 1 (the
+    # true value); a short run's start rate times its work per job can exceed it, and the loads (estimates and
+    # intervals) are cut at 1. lambda_max stays the run's start rate: its ceiling s / E[work] needs the true
+    # mean work per job, which the run only estimates (cutting at the estimate would lose coverage)
     ceiling = s * total_jobs / sum(st.sums["work"] for st in stats)
-    est["lambda_max"] = float(min(pooled_lam, ceiling))
+    est["lambda_max"] = float(pooled_lam)
     finite = bool(np.isfinite(lam).all())
-    est["lambda_max_ci"] = within(t_interval(lam, level), 0.0, ceiling) if finite else [float("nan"), float("nan")]
+    est["lambda_max_ci"] = within(t_interval(lam, level)) if finite else [float("nan"), float("nan")]
     if not finite:
         est["lambda_max_ci_reason"] = ("a batch of the run started all its jobs at one instant (no finite rate): "
                                        "run more jobs or replications for an interval")
     for key, values, col in (("rho_max", rho, "work"), ("rho_useful", useful, "useful"), ("held_share", held, "held")):
-        # rho_max is the ceiling's own ratio (cut at 1 with lambda_max); the useful and held shares keep the
-        # run's rate and are cut at 1 alone, so each stays inside its interval
-        rate = min(pooled_lam, ceiling) if key == "rho_max" else pooled_lam
-        est[key] = min(1.0, float(rate * sum(st.sums[col] for st in stats) / total_jobs / s))
+        est[key] = min(1.0, float(pooled_lam * sum(st.sums[col] for st in stats) / total_jobs / s))
         est[f"{key}_ci"] = within(t_interval(values, level), 0.0, 1.0) if finite else [float("nan"), float("nan")]
     if pooled_lam > ceiling:
-        est["at_ceiling"] = (f"the run's start rate {pooled_lam:.6g} exceeds the work-conservation ceiling "
-                             f"s / E[work] = {ceiling:.6g}: reported at the ceiling")
+        est["at_ceiling"] = (f"the run's start rate {pooled_lam:.6g} exceeds its work-conservation ceiling "
+                             f"s / E[work] = {ceiling:.6g} (a load above 1): rho_max reported at 1")
     est["mean_completed_tasks"] = sum(st.sums["completed"] for st in stats) / total_jobs
     est.update({"replications": len(stats), "jobs": reps[0].stats.total_jobs, "level": level, "ci_method": method,
                 "warmup": {"rule": stats[0].warmup_rule, "jobs": [st.warmup for st in stats],
@@ -95,7 +94,10 @@ def saturated_throughput(system: BarrierSystem, jobs: int = 200_000, replication
     and ``rho_useful`` likewise with the measured useful work. Intervals: t
     over replications, or over 20 batches of one replication.
     """
-    return saturated_many([system], jobs, replications, seed, warmup, workers, progress, level, backend, master)[0]
+    seed = recorded_seed(seed)                   # drawn now if none given, and reported, so a run can be repeated
+    est = saturated_many([system], jobs, replications, seed, warmup, workers, progress, level, backend, master)[0]
+    est["seed"] = seed if not isinstance(seed, np.random.SeedSequence) else None
+    return est
 
 
 def saturated_many(systems: list, jobs: int = 200_000, replications: int = 10, seed=None,

@@ -40,7 +40,8 @@ import numpy as np
 
 from ._validation import ParameterError, check_choice, check_int, check_probability
 from .backends import resolve
-from .inputs import chunk_jobs, spawn_seeds
+from .inputs import chunk_jobs, recorded_seed, spawn_seeds
+from .precision import MIN_FIRST_ROUND, run_to_precision
 from .runs import MAX_JOBS, MAX_KEPT_JOBS, MAX_TRACE_JOBS, Task, check_run, run_replication, run_replications
 from .stability import MC_LIMIT_MARGIN, stability_error, stability_verdict
 from .statistics import (
@@ -82,19 +83,12 @@ def _join_csv(jobs_csv, parts) -> None:
             os.remove(part)
 
 
-def recorded_seed(seed):
-    """The seed a run uses: the caller's, or fresh entropy drawn now and recorded, so that an unseeded run can
-    be repeated exactly (``SeedSequence(entropy)`` is the sequence an unseeded run would have drawn)."""
-    if seed is None:
-        return int(np.random.SeedSequence().entropy)
-    return seed
-
-
 def simulate(system: BarrierSystem, jobs: int = 100_000, replications: int = 1, seed=None,
              warmup: int | None = None, workers: int | None = None, progress: bool | None = None,
              allow_unstable: bool = False, keep_jobs: bool = False, jobs_csv=None, backend=None,
-             master: str | None = None) -> SimulationResult:
-    """Simulate ``replications`` independent runs of ``jobs`` jobs each.
+             master: str | None = None, precision: float | None = None, absolute_precision: float | None = None,
+             budget: int | None = None) -> SimulationResult:
+    """Simulate ``replications`` independent runs of ``jobs`` jobs each, or to a stated precision.
 
     Parameters
     ----------
@@ -124,6 +118,13 @@ def simulate(system: BarrierSystem, jobs: int = 100_000, replications: int = 1, 
         ``"local"`` (a process pool) or ``"spark"`` (``master``); default
         from ``SWEEP_BACKEND`` / ``SPARK_MASTER``, else local. Same results
         on every backend.
+    precision, absolute_precision, budget : optional
+        Run until every mean's 95 % interval half-width is at most
+        ``precision`` of the mean (e.g. 0.01) or ``absolute_precision``
+        (time units), adding replications in rounds, within ``budget`` jobs
+        (default 1e8); ``replications`` is then the first round (default 10).
+        See :mod:`barrier_queues.precision`; ``summary()["precision"]`` says
+        whether the target was met and what was reached.
 
     Examples
     --------
@@ -132,6 +133,15 @@ def simulate(system: BarrierSystem, jobs: int = 100_000, replications: int = 1, 
     0.7
     """
     system = as_system(system)
+    if precision is not None or absolute_precision is not None or budget is not None:
+        if keep_jobs or jobs_csv is not None:
+            raise ParameterError("keep_jobs and jobs_csv must not be given with a precision target (got them): "
+                                 "a run to a precision keeps statistics only")
+        t0 = time.perf_counter()
+        reps, info, seed = run_to_precision(system, precision, absolute_precision, jobs,
+                                            MIN_FIRST_ROUND if replications == 1 else replications, budget, seed,
+                                            warmup, workers, progress, allow_unstable, backend, master)
+        return SimulationResult(system, reps, time.perf_counter() - t0, seed, warmup, precision=info)
     if system.arrival_rate is None:
         raise ParameterError("arrival_rate must be given (> 0) to simulate a queue (got None); "
                              "use saturated_throughput for a backlogged system")
@@ -148,6 +158,19 @@ def simulate(system: BarrierSystem, jobs: int = 100_000, replications: int = 1, 
                             group=replications)
     _join_csv(jobs_csv, parts)
     return SimulationResult(system, reps, time.perf_counter() - t0, seed, warmup)
+
+
+def simulate_to_precision(system: BarrierSystem, precision: float | None = 0.01,
+                          absolute_precision: float | None = None, jobs: int = 100_000,
+                          replications: int = MIN_FIRST_ROUND, budget: int | None = None, seed=None,
+                          warmup: int | None = None, workers: int | None = None, progress: bool | None = None,
+                          allow_unstable: bool = False, backend=None, master: str | None = None) -> SimulationResult:
+    """Simulate until every mean's 95 % interval is within ``precision`` of the mean (relative) or
+    ``absolute_precision`` (time units), within ``budget`` jobs: :func:`simulate` with a precision target
+    (the rule: :mod:`barrier_queues.precision`). ``replications``: the first round (>= 10)."""
+    return simulate(system, jobs=jobs, replications=replications, seed=seed, warmup=warmup, workers=workers,
+                    progress=progress, allow_unstable=allow_unstable, backend=backend, master=master,
+                    precision=precision, absolute_precision=absolute_precision, budget=budget)
 
 
 def simulate_many(systems: list, jobs: int = 100_000, replications: int = 1, seed=None,
@@ -195,6 +218,8 @@ class SimulationResult:
     seconds: float
     seed: object = None
     fixed_warmup: int | None = None
+    #: a run to a precision (:mod:`barrier_queues.precision`): the target, whether it was met, what was reached
+    precision: dict | None = None
     _summary_cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -423,6 +448,8 @@ class SimulationResult:
             out["classes"] = self._class_summary(level)
         if stats[0].extra.get("failures"):
             out.update(self._failure_summary(level, out["utilization"]))
+        if self.precision is not None:
+            out["precision"] = self.precision
         total_jobs = sum(s.total_jobs for s in stats)
         kernel = sum(s.kernel_seconds for s in stats)
         out["seconds"] = self.seconds

@@ -322,9 +322,9 @@ def _start_session(config: SparkBenchConfig, run_dir: Path, t_begin: float):
     """The benchmark's SparkSession with every executor registered (refused with one line otherwise)."""
     import warnings
 
-    with warnings.catch_warnings():   # pyspark's pandas-version notice: the RDD API needs no pandas
-        warnings.simplefilter("ignore", FutureWarning)
-        from pyspark.sql import SparkSession
+    # pyspark's pandas-version notice, at import and again at the session's start: the RDD API needs no pandas
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+    from pyspark.sql import SparkSession
 
     builder = (SparkSession.builder.master(config.spark_master).appName("barrier-queues-bench")
              .config("spark.executor.memory", f"{config.executor_memory_mb}m")

@@ -178,6 +178,11 @@ def point_row(index: int, point: dict, system: BarrierSystem, summary: dict) -> 
             lo, hi = summary["failure_ci"][key] or (None, None)
             row[f"{key}_ci_low"], row[f"{key}_ci_high"] = _plain(lo), _plain(hi)
         row["aborted_jobs"] = summary["aborted_jobs"]
+    if "precision" in summary:                          # a run to a precision: met, the worst mean's, jobs used
+        pr = summary["precision"]
+        row["precision_met"] = pr["met"]
+        row["precision_reached"] = _plain(max(pr["reached"].values()))
+        row["jobs_used"] = pr["jobs_used"]
     row["warmup_rule"] = summary["warmup"]["rule"]
     return row
 
@@ -186,10 +191,10 @@ def run_point(args) -> dict:
     """Simulate one point (in whichever process runs it); returns its row, and writes its file if asked."""
     from .simulate import simulate
 
-    index, point, jobs, replications, seed, warmup, allow_unstable, folder = args
+    index, point, jobs, replications, seed, warmup, allow_unstable, folder, target = args
     system = point_system(point)
     result = simulate(system, jobs=jobs, replications=replications, seed=seed, warmup=warmup, workers=1,
-                      progress=False, allow_unstable=allow_unstable, backend="local")
+                      progress=False, allow_unstable=allow_unstable, backend="local", **(target or {}))
     row = point_row(index, point, system, result.summary())
     if folder is not None:
         try:
@@ -246,11 +251,11 @@ def _write_point(folder: Path, index: int, point: dict, row: dict) -> None:
 # --------------------------------------------------------------------------------------------------
 # the sweep
 
-def _manifest(grid, jobs, replications, entropy, warmup, allow_unstable, fmt) -> dict:
+def _manifest(grid, jobs, replications, entropy, warmup, allow_unstable, fmt, target=None) -> dict:
     from . import __version__
 
     manifest = {"grid": grid, "jobs": jobs, "replications": replications, "seed": entropy, "warmup": warmup,
-                "allow_unstable": allow_unstable, "format": fmt, "library": __version__}
+                "allow_unstable": allow_unstable, "format": fmt, "library": __version__, "precision": target}
     return json.loads(json.dumps(manifest, default=str, sort_keys=True))   # as it reads back from the file
 
 
@@ -364,7 +369,7 @@ def _finished(folder: Path | None, grid: list[dict], replications: int) -> dict[
         except (OSError, ValueError, KeyError):
             path.unlink(missing_ok=True)           # a torn file: the point is computed again
             continue
-        if row.get("replications") == replications:
+        if replications is None or row.get("replications") == replications:     # None: run to a precision
             rows[i] = {"point": i, **row}
     return rows
 
@@ -389,7 +394,8 @@ def _write_table(table, folder: Path, fmt: str, final: bool = True) -> None:
 
 def sweep(grid, out=None, jobs: int = 100_000, replications: int = 1, seed=None, warmup: int | None = None,
           backend: str | None = None, master: str | None = None, workers: int | None = None, fmt: str = "csv",
-          allow_unstable: bool = False, progress: bool | None = None):
+          allow_unstable: bool = False, progress: bool | None = None, precision: float | None = None,
+          absolute_precision: float | None = None, budget: int | None = None):
     """Simulate every point of ``grid`` and return the table (see the module docstring).
 
     Parameters
@@ -405,6 +411,11 @@ def sweep(grid, out=None, jobs: int = 100_000, replications: int = 1, seed=None,
     backend : {"local", "spark"}, optional
         Default from ``SWEEP_BACKEND`` (else local); ``master`` from
         ``SPARK_MASTER`` (else ``local[*]``).
+    precision, absolute_precision, budget : optional
+        Every point run to this precision (:mod:`barrier_queues.precision`;
+        ``replications`` is then the first round, default 10; ``budget`` jobs
+        per point); the rows add ``precision_met``, ``precision_reached``
+        (the worst mean's relative half-width) and ``jobs_used``.
     """
 
     from .simulate import check_run
@@ -412,6 +423,14 @@ def sweep(grid, out=None, jobs: int = 100_000, replications: int = 1, seed=None,
     if isinstance(grid, dict):
         grid = grid_from_options(grid)
     jobs, replications, warmup = check_run(jobs, replications, warmup)
+    target = None
+    if precision is not None or absolute_precision is not None or budget is not None:
+        from .precision import MIN_FIRST_ROUND, check_precision
+
+        replications = MIN_FIRST_ROUND if replications == 1 else replications
+        precision, absolute_precision, budget = check_precision(precision, absolute_precision, budget, jobs,
+                                                                replications)
+        target = {"precision": precision, "absolute_precision": absolute_precision, "budget": budget}
     where = resolve(backend, master)
     fmt = check_choice("format", fmt, ("csv", "parquet"))
     if fmt == "parquet":
@@ -425,7 +444,7 @@ def sweep(grid, out=None, jobs: int = 100_000, replications: int = 1, seed=None,
     folder = lock = None
     if out is not None:
         manifest = _manifest(grid, jobs, replications, None if seed is None else str(seed), warmup, allow_unstable,
-                             fmt)
+                             fmt, target)
         _open_folder_check(out)
         lock = _take_lock(check_folder_path("out", out))
         try:
@@ -437,7 +456,7 @@ def sweep(grid, out=None, jobs: int = 100_000, replications: int = 1, seed=None,
         entropy = seed if seed is not None else np.random.SeedSequence().entropy
     try:
         return _sweep_points(grid, folder, entropy, jobs, replications, warmup, allow_unstable, fmt, workers,
-                             progress, where)
+                             progress, where, target)
     finally:
         _release_lock(lock)
 
@@ -452,10 +471,10 @@ def _open_folder_check(out) -> None:
 
 
 def _sweep_points(grid, folder, entropy, jobs, replications, warmup, allow_unstable, fmt, workers, progress,
-                  where):
-    done = _finished(folder, grid, replications)
+                  where, target=None):
+    done = _finished(folder, grid, None if target else replications)
     todo = [(i, grid[i], jobs, replications, point_seed(entropy, grid[i]), warmup, allow_unstable,
-             str(folder) if folder else None) for i in range(len(grid)) if i not in done]
+             str(folder) if folder else None, target) for i in range(len(grid)) if i not in done]
     rows = dict(done)
     show = sys.stderr.isatty() if progress is None else progress
     last_write = time.monotonic()
