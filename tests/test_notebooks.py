@@ -159,6 +159,23 @@ def test_a_rerun_with_new_parameters_never_writes_into_the_committed_results(tmp
     assert "results go to ../_build/results/intro-" in text
 
 
+def test_the_partial_chapters_answer_follows_its_claim_rows():
+    """The closing answer of the partial-barrier chapter is written by the notebook from its numbers; it says the
+    knee beats the fixed-l frontier under heavy tails exactly when the claim row says "agrees" (an earlier,
+    hand-written answer said so beside a row that said "differs")."""
+    from barrier_queues.results import load_claims
+
+    claims = load_claims(ROOT / "results")
+    heavy = claims[(claims.chapter == "partial") & (claims.result == "Heavy tails")].verdict.item()
+    light = claims[(claims.chapter == "partial") & (claims.result == "Light tails")].verdict.item()
+    nb = nbformat.read(BOOK / "partial.ipynb", as_version=4)
+    answer = next(o["data"]["text/markdown"] for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                  if o.get("data", {}).get("text/markdown", "").startswith("**Answer**"))
+    assert ("does more useful work than a fixed" in answer) == (heavy == "agrees")
+    assert ("stays below the fixed-$l$ frontier" in answer) == (heavy != "agrees")
+    assert ("knee detector loses to the best fixed" in answer) == (light == "agrees")
+
+
 @pytest.mark.parametrize("name", sorted(set(NAMES) - {"usage"}))
 def test_code_is_folded_behind_the_narrative(name):
     """A reader sees text, figures, tables and verdicts; every code cell but the parameters (what a rerun
