@@ -456,3 +456,15 @@ def test_a_mixed_run_records_each_jobs_k_and_kind_and_replays_under_both_rules()
     assert table.groupby("source").jobs.sum().eq(len(run.jobs)).all()
     with pytest.raises(ParameterError, match="model must be one of"):
         sa.mixed_replay(run, "lifo")
+
+
+def test_barrier_calls_of_several_runs_are_counted_apart(run):
+    """Job tags repeat from run to run: two runs' delays concatenated have twice the barrier() calls of one (they
+    were merged by tag, and the book's count was halved)."""
+    import copy
+
+    other = copy.copy(run)
+    other.path = run.path.with_name(f"{run.name}-again")
+    one = sa.sync_delay_tests(sa.sync_delays(run))
+    both = sa.sync_delay_tests(pd.concat([sa.sync_delays(run), sa.sync_delays(other)], ignore_index=True))
+    assert both["barriers"] == 2 * one["barriers"] and both["tasks"] == 2 * one["tasks"]

@@ -397,7 +397,8 @@ def cross_validate_overhead(runs: list, min_samples: int = 20) -> pd.DataFrame:
 def sync_delays(run: SparkRun, poll: float = BARRIER_POLL) -> pd.DataFrame:
     """One row per task and ``barrier()`` call of the measured jobs.
 
-    Columns: ``tag, sync, partition, arrive, release, last_arrival, lag``
+    Columns: ``run`` (the run's name: job tags repeat across runs, so delays of several runs concatenated
+    stay apart), ``tag, sync, partition, arrive, release, last_arrival, lag``
     (``last_arrival - arrive``), ``excess`` (``release - last_arrival``, the
     delay the barrier adds beyond waiting for the last task), ``is_last`` and
     ``predicted``, Spark's polling prediction ``poll - (lag mod poll)``.
@@ -408,6 +409,7 @@ def sync_delays(run: SparkRun, poll: float = BARRIER_POLL) -> pd.DataFrame:
         for i, (a, rel) in enumerate(zip(r.sync_arrive, r.sync_release, strict=True)):
             rows.append((r.tag, i, int(r.partition), a, rel))
     d = pd.DataFrame(rows, columns=["tag", "sync", "partition", "arrive", "release"])
+    d.insert(0, "run", run.name)
     if d.empty:
         return d.assign(last_arrival=[], lag=[], excess=[], is_last=[], predicted=[])
     d["last_arrival"] = d.groupby(["tag", "sync"]).arrive.transform("max")
@@ -436,7 +438,8 @@ def sync_delay_tests(delays: pd.DataFrame, poll: float = BARRIER_POLL) -> dict:
     last = delays[delays.is_last]
     res = stats.kstest(early.excess, stats.uniform(0, poll).cdf)
     resid = (delays.excess - delays.predicted).to_numpy()
-    return {"barriers": int(delays.groupby(["tag", "sync"]).ngroups), "tasks": int(len(delays)),
+    calls = ["run", "tag", "sync"] if "run" in delays.columns else ["tag", "sync"]    # tags repeat across runs
+    return {"barriers": int(delays.groupby(calls).ngroups), "tasks": int(len(delays)),
             "paper_uniform_ks_statistic": float(res.statistic), "paper_uniform_ks_pvalue": float(res.pvalue),
             "last_task_mean_excess": float(last.excess.mean()),
             "last_task_at_once": float(np.mean(last.excess < 0.05)),
