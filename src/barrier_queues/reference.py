@@ -19,8 +19,12 @@ from __future__ import annotations
 
 import math
 
+#: the knee detector's EWMA gain of the mean gap: seed 002 keeps 0.70 of the previous mean (gain 0.3;
+#: EXTENSIONS.md section 1); RFC 6298's 1/8 is a sensitivity case
+KNEE_GAIN = 0.3
 
-def knee(ordered: list[float], min_fraction: float, min_wait: float, gain: float = 0.125):
+
+def knee(ordered: list[float], min_fraction: float, min_wait: float, gain: float = KNEE_GAIN):
     """The knee-detector release of sorted completion times (EXTENSIONS.md section 1): (D, L)."""
     k = len(ordered)
     if k == 1:
@@ -42,7 +46,7 @@ def knee(ordered: list[float], min_fraction: float, min_wait: float, gain: float
 
 
 def service(draws: list[float], k: int, phases: int = 1, release: str = "fixed", needed: int | None = None,
-            min_fraction: float = 0.5, min_wait: float = 0.0, gain: float = 0.125, timeout: float = math.inf,
+            min_fraction: float = 0.5, min_wait: float = 0.0, gain: float = KNEE_GAIN, timeout: float = math.inf,
             sync: str = "ideal", poll: float = 1.0):
     """One job: (departure D, completed L, useful work, per-task occupation) relative to its start.
 

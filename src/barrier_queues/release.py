@@ -30,6 +30,7 @@ import numpy as np
 
 from ._validation import ParameterError, check_int
 from .order_stats import order_stat_mean, server_time_per_job
+from .reference import KNEE_GAIN
 
 #: Monte Carlo jobs for the knee law (standard errors are reported)
 KNEE_SAMPLES = 400_000
@@ -69,7 +70,7 @@ class ReleaseLaw:
         return d
 
 
-def knee_release_sorted(t: np.ndarray, min_fraction: float, min_wait: float, gain: float = 0.125):
+def knee_release_sorted(t: np.ndarray, min_fraction: float, min_wait: float, gain: float = KNEE_GAIN):
     """The knee detector on rows of sorted completion times ``t`` (n x k): arrays (D, L).
 
     Vectorised over jobs (rows); same rule as EXTENSIONS.md section 1.
@@ -122,7 +123,7 @@ def _knee_law(law, k: int, min_fraction: float, min_wait: float, gain: float, sa
                       tuple(float(p) for p in pmf[1:] / samples), float(se[0]), float(se[1]), float(se[2]), samples)
 
 
-def knee_law(law, tasks: int, min_fraction: float = 0.5, min_wait: float = 0.0, gain: float = 0.125,
+def knee_law(law, tasks: int, min_fraction: float = 0.5, min_wait: float = 0.0, gain: float = KNEE_GAIN,
              samples: int = KNEE_SAMPLES, seed: int = KNEE_SEED) -> ReleaseLaw:
     """Monte Carlo law of the knee release of ``tasks`` iid task times from ``law``."""
     k = check_int("tasks", tasks, low=1, high=MAX_MC_TASKS, high_name=f"{MAX_MC_TASKS:,} for the Monte Carlo knee law")

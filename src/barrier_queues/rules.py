@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ._validation import ParameterError, check_probability, check_time
+from .reference import KNEE_GAIN
 
 #: the kernels' float parameters of a job's service, in the order the compiled ``_service`` reads them
 KERNEL_SLOTS = ("min_fraction", "min_wait", "knee_gain", "timeout", "spark_sync", "sync_poll")
@@ -267,7 +268,8 @@ register(Rule(
     "knee", "release", "depart at the first knee in the completion gaps (EXTENSIONS.md section 1)",
     params=(Param("min_fraction", "fraction", 0.5, "knee: tasks that must finish first, 0 < f <= 1 (default 0.5)"),
             Param("min_wait", "time0", 0.0, "knee: time before a knee counts, w >= 0 (default 0)"),
-            Param("knee_gain", "fraction", 0.125, "knee: EWMA gain of the mean gap, 0 < a <= 1 (default 1/8)")),
+            Param("knee_gain", "fraction", KNEE_GAIN,
+                  "knee: EWMA gain of the mean gap, 0 < a <= 1 (default 0.3, seed 002's; RFC 6298 uses 1/8)")),
     kernel_code="KNEE",
     kernel=lambda s: {"min_fraction": s.min_fraction, "min_wait": s.min_wait, "knee_gain": s.knee_gain},
     reference=lambda s: {"min_fraction": s.min_fraction, "min_wait": s.min_wait, "gain": s.knee_gain},
