@@ -402,9 +402,10 @@ def test_the_chapter_tables_from_the_committed_runs_match_the_committed_results(
     assert sat.groupby("k")["used (longest at its k)"].sum().eq(1).all()
 
 
-def _spark_rows(values):
+def _spark_rows(values, half=0.2, unsteady=()):
     return pd.DataFrame([{"source": "Spark", "servers": 8, "utilization": u, "tasks": k, "mean_waiting": w,
-                          "mean_sojourn": so} for u, k, w, so in values])
+                          "mean_sojourn": so, "mean_sojourn_ci": [so - half, so + half],
+                          "stable": (u, k) not in unsteady} for u, k, w, so in values])
 
 
 def test_ushape_reads_the_minimum_and_the_trend():
@@ -413,8 +414,22 @@ def test_ushape_reads_the_minimum_and_the_trend():
                          (0.7, 1, 0.1, 5.0), (0.7, 2, 0.4, 6.0)])
     u = sa.ushape(table).set_index("utilization")
     assert list(u.index) == [0.3, 0.5]                    # 0.7 has two k only
-    assert u.loc[0.3, "U-shape"] and u.loc[0.3, "best k (sojourn)"] == 2 and u.loc[0.3, "waiting grows with k"]
-    assert not u.loc[0.5, "U-shape"] and u.loc[0.5, "best k (sojourn)"] == 4 and not u.loc[0.5, "waiting grows with k"]
+    assert u.loc[0.3, "U-shape"] and u.loc[0.3, "best k (sojourn, steady runs)"] == 2
+    assert u.loc[0.3, "waiting grows with k"]
+    assert not u.loc[0.5, "U-shape"] and u.loc[0.5, "best k (sojourn, steady runs)"] == 4
+    assert not u.loc[0.5, "waiting grows with k"]
+
+
+def test_a_ushape_needs_steady_runs_and_significant_rises_on_both_sides():
+    """The issue's two cases: the only k right of the minimum comes from a run without a steady state (no U),
+    and a k right of the minimum whose interval overlaps the minimum's (not significant: no U)."""
+    points = [(0.5, 1, 0.1, 9.0), (0.5, 2, 0.2, 6.0), (0.5, 4, 0.3, 5.0), (0.5, 6, 0.9, 8.0)]
+    u = sa.ushape(_spark_rows(points, unsteady={(0.5, 6)})).iloc[0]
+    assert u["k without steady state"] == [6] and not u["U-shape"] and u["best k (sojourn, steady runs)"] == 4
+    close = [(0.3, 1, 0.1, 9.0), (0.3, 4, 0.2, 5.0), (0.3, 6, 0.3, 5.3)]
+    u = sa.ushape(_spark_rows(close, half=0.2)).iloc[0]
+    assert not u["significantly higher on both sides"] and not u["U-shape"] and u["best k interior"]
+    assert sa.ushape(_spark_rows(close, half=0.1)).iloc[0]["U-shape"]
 
 
 def test_blocking_gap_averages_repeats_and_reads_the_trends():

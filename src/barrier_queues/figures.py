@@ -343,7 +343,8 @@ def fig78_spark(table: pd.DataFrame, quantile: float, bounds: pd.DataFrame | Non
     ``bounds`` (optional) has ``utilization, k/s, sojourn_bound,
     waiting_bound`` for the quantile panels. Simulated systems without a
     steady state (``stable`` False) get an upward mark at the top of the
-    panel instead of numbers that only grow with the run.
+    panel instead of numbers that only grow with the run; Spark runs without
+    one are drawn, crossed.
     """
     fig, axes = plt.subplots(2, 2, figsize=(12, 8.5), sharex=True)
     palette = sns.color_palette()
@@ -356,11 +357,19 @@ def fig78_spark(table: pd.DataFrame, quantile: float, bounds: pd.DataFrame | Non
             ax = axes[row, col]
             name = f"{prefix}{quantity}{suffix}"
             unstable = []
+            spark_crossed = False
             for u in utils:
                 for source, color, marker, dx in sources:
                     d = table[(table.source == source) & (table.utilization == u)].sort_values("k/s")
                     label = ("real Spark" if source == "Spark" else f"simulation, {source}") if u == utils[-1] else None
                     lost = ~d.stable.astype(bool) if "stable" in d else np.zeros(len(d), dtype=bool)
+                    if source == "Spark":             # measured: drawn, and crossed where no steady state
+                        crossed = d[lost]
+                        ax.plot(crossed["k/s"] + dx, crossed[name], "x", color="black", ms=10, mew=1.5, zorder=6,
+                                label="Spark run without steady state" if len(crossed) and not spark_crossed
+                                else None)
+                        spark_crossed = spark_crossed or bool(len(crossed))
+                        lost = np.zeros(len(d), dtype=bool)
                     d_ok = d[~lost]
                     _overlay(ax, d_ok["k/s"] + dx, d_ok[name], d_ok[f"{name}_ci"], color, label, marker)
                     ax.plot(d_ok["k/s"] + dx, d_ok[name], styles[u], color=color, lw=0.9, alpha=0.6)

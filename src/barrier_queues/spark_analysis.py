@@ -530,16 +530,46 @@ def simulation_configs(run: SparkRun) -> dict:
     return out
 
 
+def spark_limits(saturated_runs: list) -> dict:
+    """Spark's measured stability limit per ``(servers, tasks)``: the start rate of the longest saturated run
+    (the most jobs, so the narrowest interval) at each size (:func:`saturation_rate`)."""
+    best: dict = {}
+    for r in saturated_runs:
+        est = saturation_rate(r)
+        key = (r.executors, r.tasks_per_job)
+        if key not in best or est["jobs"] > best[key]["jobs"]:
+            best[key] = est
+    return {key: est["lambda_max"] for key, est in best.items()}
+
+
+def steady_state(run: SparkRun, limits: dict | None = None, batches: int = 10) -> tuple[bool, str]:
+    """Whether a finished Spark run describes a steady state: its waiting times do not drift (Kendall tau of
+    batch means, :func:`~barrier_queues.statistics.drift`) and its achieved arrival rate lies below Spark's
+    measured limit at its size (``limits`` from :func:`spark_limits`, where one was measured); with the reason
+    when not. A queue that grows through the run has means that only grow with its length."""
+    from .statistics import drift
+
+    reasons = []
+    if drift(run.jobs.sort_values("arrival").waiting.to_numpy(), batches)["drifting"]:
+        reasons.append("waiting times drift")
+    limit = (limits or {}).get((run.executors, run.tasks_per_job))
+    rate = run_summary(run)["achieved_arrival_rate"]
+    if limit is not None and rate >= limit:
+        reasons.append(f"arrivals at {rate:.3f} jobs/s, at or beyond Spark's measured limit {limit:.3f}")
+    return (not reasons, "; ".join(reasons))
+
+
 def compare_with_simulation(runs: list[SparkRun], jobs: int = 200_000, replications: int = 4,
-                            seed=None, quantile: float = 0.99) -> pd.DataFrame:
+                            seed=None, quantile: float = 0.99, limits: dict | None = None) -> pd.DataFrame:
     """Measured means and quantiles beside the three simulations, one row per run and source.
 
     Columns: ``run, servers, tasks, k/s, utilization, source`` (``Spark`` or a
     simulation name), ``mean_waiting, mean_sojourn, waiting_q, sojourn_q`` and
-    their 95 % intervals (``*_ci``), and ``stable``: False where the simulated
-    system has no steady state (beyond its stability limit, or drifting), so
-    that its means and quantiles grow with the run and describe nothing; a
-    finished Spark run counts as stable.
+    their 95 % intervals (``*_ci``), and ``stable``: False where the system
+    has no steady state, so that its means and quantiles grow with the run
+    and describe nothing: a simulated system beyond its stability limit, or
+    drifting; a Spark run whose waiting times drift or whose arrivals ran at
+    or beyond Spark's measured limit (``limits``, :func:`steady_state`).
     """
     from .simulate import simulate_many
     from .statistics import QUANTILES
@@ -559,7 +589,8 @@ def compare_with_simulation(runs: list[SparkRun], jobs: int = 200_000, replicati
         rows.append({"source": "Spark", **{m: s[m] for m in (
             "mean_waiting", "mean_waiting_ci", "mean_sojourn", "mean_sojourn_ci")},
             "waiting_q": s["waiting_q"], "waiting_q_ci": s["waiting_q_ci"],
-            "sojourn_q": s["sojourn_q"], "sojourn_q_ci": s["sojourn_q_ci"], "stable": True, "_run": run})
+            "sojourn_q": s["sojourn_q"], "sojourn_q_ci": s["sojourn_q_ci"], "stable": steady_state(run, limits)[0],
+            "_run": run})
     for (run, name), res in zip(labels, results, strict=True):
         sm = res.summary()
         rows.append({"source": name, "mean_waiting": sm["mean_waiting"], "mean_waiting_ci": sm["ci"]["waiting"],
@@ -766,21 +797,33 @@ def repeat_spread(runs: list, quantile: float = 0.99) -> tuple[pd.DataFrame, pd.
 def ushape(table: pd.DataFrame, servers: int | None = None) -> pd.DataFrame:
     """Spark's mean waiting and sojourn time against k at each load of one cluster size (default: the largest),
     from :func:`compare_with_simulation`'s Spark rows (repeats averaged); loads with fewer than three k are left
-    out. Columns: whether waiting grows with k, the best k for sojourn, and whether it is interior (a U)."""
+    out. Only runs in a steady state (``stable``) decide: a U-shape needs the best k for sojourn strictly inside
+    the steady k, and on each side a steady k whose mean sojourn is significantly larger (its 95 % interval
+    wholly above the best k's; a k's interval spans its repeats' intervals)."""
     spark = table[table.source == "Spark"]
     servers = int(spark.servers.max()) if servers is None else servers
     rows = []
     for u, d in spark[spark.servers == servers].groupby("utilization"):
-        per_k = d.sort_values("tasks").groupby("tasks")[["mean_waiting", "mean_sojourn"]].mean()
+        d = d.sort_values("tasks")
+        per_k = d.groupby("tasks")[["mean_waiting", "mean_sojourn"]].mean()
         if len(per_k) < 3:                                    # a U-shape needs three values of k at one load
             continue
-        k_best = int(per_k.mean_sojourn.idxmin())
+        steady = d.groupby("tasks").stable.all()
+        low = d.groupby("tasks").mean_sojourn_ci.agg(lambda c: min(x[0] for x in c))
+        high = d.groupby("tasks").mean_sojourn_ci.agg(lambda c: max(x[1] for x in c))
+        ks = [k for k in per_k.index if steady[k]]
+        k_best = int(per_k.loc[ks].mean_sojourn.idxmin()) if ks else None
+        above = [k for k in ks if k_best is not None and low[k] > high[k_best]]
+        both = bool(k_best is not None and any(k < k_best for k in above) and any(k > k_best for k in above))
         rows.append({"utilization": u, "k measured": per_k.index.tolist(),
+                     "k without steady state": [int(k) for k in per_k.index if not steady[k]],
                      "mean waiting by k (s)": [round(v, 2) for v in per_k.mean_waiting],
                      "mean sojourn by k (s)": [round(v, 2) for v in per_k.mean_sojourn],
                      "waiting grows with k": bool((np.diff(per_k.mean_waiting) > 0).all()),
-                     "best k (sojourn)": k_best,
-                     "U-shape": bool(per_k.index.min() < k_best < per_k.index.max())})
+                     "best k (sojourn, steady runs)": k_best,
+                     "best k interior": bool(k_best is not None and min(ks) < k_best < max(ks)),
+                     "significantly higher on both sides": both,
+                     "U-shape": bool(both and min(ks) < k_best < max(ks))})
     return pd.DataFrame(rows)
 
 
@@ -957,4 +1000,5 @@ __all__ = ["BARRIER_POLL", "MIXED_MODELS", "REPLAY_MODELS", "is_mixed", "mixed_c
            "cross_validate_overhead", "run_inputs_of", "saturation_rate",
            "discover_runs", "executor_handoffs", "load_run", "overhead_samples", "overhead_tests", "python_startup",
            "quantile_interval", "record_serving_check", "replay", "replay_comparison", "revive_phase", "run_summary",
-           "serving_check", "simulation_configs", "sync_delay_tests", "sync_delays", "task_cost"]
+           "serving_check", "simulation_configs", "spark_limits", "steady_state", "sync_delay_tests",
+           "sync_delays", "task_cost"]
