@@ -483,3 +483,22 @@ def test_barrier_calls_of_several_runs_are_counted_apart(run):
     one = sa.sync_delay_tests(sa.sync_delays(run))
     both = sa.sync_delay_tests(pd.concat([sa.sync_delays(run), sa.sync_delays(other)], ignore_index=True))
     assert both["barriers"] == 2 * one["barriers"] and both["tasks"] == 2 * one["tasks"]
+
+
+def test_same_length_sets_a_run_against_simulated_runs_of_its_own_length(run):
+    """Like with like: the simulated runs are the model started empty with the run's own warm-up and measured
+    jobs (reproduced here by hand from the same stream); Spark's percentile and 'inside' follow from them."""
+    import barrier_queues as bq
+    from barrier_queues.inputs import spawn_seeds
+
+    t = sa.same_length([run], "event overhead", replications=40, seed=3)
+    assert list(t.metric) == ["waiting", "sojourn"] and (t.jobs == len(run.jobs)).all()
+    warm = int(run.metadata["config"]["warmup_jobs"])
+    res = bq.simulate(sa.simulation_configs(run)["event overhead"], jobs=warm + len(run.jobs), replications=40,
+                      seed=spawn_seeds(3, 1)[0], warmup=warm, allow_unstable=True, progress=False)
+    for row in t.to_dict("records"):
+        sims = np.array([st.mean(row["metric"]) for st in res.stats])
+        assert row["same-length median"] == pytest.approx(np.median(sims), rel=1e-12)
+        assert row["Spark percentile"] == pytest.approx(np.mean(sims <= row["Spark"]), abs=1e-12)
+        assert row["inside"] == bool(row["same-length low"] <= row["Spark"] <= row["same-length high"])
+    assert sa.same_length([run], "paper overhead", replications=5).empty     # no iid model for a run with barrier()

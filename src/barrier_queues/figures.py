@@ -398,6 +398,42 @@ def fig78_spark(table: pd.DataFrame, quantile: float, bounds: pd.DataFrame | Non
     return fig
 
 
+def fig_same_length(table: pd.DataFrame, title: str = "") -> plt.Figure:
+    """Each Spark run (a row) against simulated runs of its own length from empty: the simulations' central 95 %
+    range (bar) and median (tick), Spark's mean (star; filled where it lies outside the range). Waiting (left)
+    and sojourn (right), log time axis. ``table`` from :func:`barrier_queues.spark_analysis.same_length`."""
+    runs = list(dict.fromkeys(table.run))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.32 * len(runs) + 1.6), sharey=True)
+    palette = sns.color_palette()
+    for ax, metric in zip(axes, ("waiting", "sojourn"), strict=True):
+        d = table[table.metric == metric].set_index("run").loc[runs]
+        y = np.arange(len(runs))
+        low = np.maximum(d["same-length low"], 1e-3)
+        ax.hlines(y, low, np.maximum(d["same-length high"], 1e-3), color=palette[0], lw=5, alpha=0.4,
+                  label="simulated runs of the same length: central 95 %")
+        ax.plot(np.maximum(d["same-length median"], 1e-3), y, "|", color=palette[0], ms=12, mew=2,
+                label="their median")
+        out = ~d.inside.to_numpy()
+        spark = np.maximum(d.Spark.to_numpy(), 1e-3)
+        ax.plot(spark[~out], y[~out], "*", color=palette[3], mfc="white", ms=10, label="Spark (inside)")
+        ax.plot(spark[out], y[out], "*", color=palette[3], ms=11, label="Spark (outside)")
+        ax.set_xscale("log")
+        lo_, hi_ = ax.get_xlim()
+        decades = np.log10(hi_ / lo_)
+        ax.xaxis.set_major_locator(mticker.LogLocator(base=10, subs=(1.0,) if decades > 2.5 else (1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(mticker.NullFormatter())
+        ax.set_xlabel(f"mean {metric} time (s)")
+        ax.set_title(f"{metric}: {int((~out).sum())} of {len(runs)} runs inside", fontsize=10)
+    axes[0].set_yticks(np.arange(len(runs)), runs, fontsize=8)
+    axes[0].invert_yaxis()
+    handles, labels = axes[1].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, ncol=4, loc="lower center", frameon=False)   # outside the data
+    fig.suptitle(f"Spark runs against simulated runs of the same length{': ' + title if title else ''}", fontsize=11)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return fig
+
+
 def fig3_gain_grid(grid: pd.DataFrame, mark=None) -> plt.Figure:
     """Fig. 3 (right), extended: the useful-utilization gain of the best l over a grid of bimodal laws.
 

@@ -609,6 +609,51 @@ def compare_with_simulation(runs: list[SparkRun], jobs: int = 200_000, replicati
     return table.drop(columns="_run").sort_values(["run", "source"]).reset_index(drop=True)
 
 
+def same_length(runs: list[SparkRun], model: str = "paper overhead", replications: int = 200, seed=None,
+                level: float = 0.95) -> pd.DataFrame:
+    """Each Spark run beside simulations of the same length from the same start: like with like.
+
+    A run of a few hundred jobs that starts empty is not a steady state: near
+    its stability limit its mean waiting is far below the steady-state mean
+    (and grows with the run's length). So each run is set against the
+    distribution of the same statistic over ``replications`` simulated runs
+    of ``model`` (:func:`simulation_configs`) with the run's own warm-up and
+    measured jobs, started empty (a fixed warm-up of the run's warm-up jobs,
+    as Spark's harness drops them). One row per run and metric (``waiting``,
+    ``sojourn``): Spark's mean, the simulated runs' median and central
+    ``level`` range, Spark's percentile among them (share of simulated runs
+    at or below it), ``inside`` the range, and the relative error of Spark
+    against the median. Simulated runs may be beyond the model's stability
+    limit: a finite run is defined there too.
+    """
+    from .inputs import spawn_seeds
+    from .simulate import simulate
+
+    rows = []
+    streams = spawn_seeds(seed, len(runs))
+    for run, stream in zip(runs, streams, strict=True):
+        configs = simulation_configs(run)
+        if model not in configs:
+            continue
+        warm = int(run.metadata.get("config", {}).get("warmup_jobs", 0) or 0)
+        n = len(run.jobs)
+        res = simulate(configs[model], jobs=warm + n, replications=replications, seed=stream, warmup=warm,
+                       allow_unstable=True, progress=False)
+        summary = run_summary(run)
+        for metric in ("waiting", "sojourn"):
+            sims = np.array([st.mean(metric) for st in res.stats])
+            spark = float(summary[f"mean_{metric}"])
+            lo, hi = np.quantile(sims, [(1 - level) / 2, (1 + level) / 2])
+            median = float(np.median(sims))
+            rows.append({"run": run.name, "s": run.executors, "k": run.tasks_per_job,
+                         "utilization": round(run.arrival_rate * run.tasks_per_job * run.task_mean / run.executors, 6),
+                         "jobs": n, "metric": metric, "Spark": spark, "same-length median": median,
+                         "same-length low": float(lo), "same-length high": float(hi),
+                         "Spark percentile": float(np.mean(sims <= spark)), "inside": bool(lo <= spark <= hi),
+                         "error vs median": spark / median - 1 if median > 0 else float("nan")})
+    return pd.DataFrame(rows)
+
+
 def revive_phase(run: SparkRun, window: float = 0.02) -> float:
     """The revive timer's phase (seconds in ``[0, R)``), estimated from the launches of blocked jobs.
 
@@ -996,7 +1041,7 @@ def mixed_comparison(run: SparkRun) -> pd.DataFrame:
 
 __all__ = ["BARRIER_POLL", "MIXED_MODELS", "REPLAY_MODELS", "is_mixed", "mixed_comparison", "mixed_inputs",
            "mixed_replay", "overtakes", "SERVING_LIMITS", "SparkRun", "best_match", "blocking_gap",
-           "compare_with_simulation", "drift_table", "repeat_spread", "saturation_table", "ushape",
+           "compare_with_simulation", "drift_table", "repeat_spread", "same_length", "saturation_table", "ushape",
            "cross_validate_overhead", "run_inputs_of", "saturation_rate",
            "discover_runs", "executor_handoffs", "load_run", "overhead_samples", "overhead_tests", "python_startup",
            "quantile_interval", "record_serving_check", "replay", "replay_comparison", "revive_phase", "run_summary",
