@@ -176,6 +176,7 @@ BAD_INPUTS = [
      "out must be a folder path (got"),
     (("simulate", "-s", "8", "-k", "4", "--arrival-rate", "0.5", "--task-dist", f"empirical:file={LOG}"),
      "must be a text file of numbers (it holds binary data)"),
+    (("spark-analyze", "/dev/null"), "event log must be a regular file or a rolled event-log directory"),
     # too few jobs for an estimate: said so, not a start rate over 3 starts (rho_max 2.78 was printed)
     (("simulate", "-s", "4", "-k", "2", "--saturated", "--jobs", "3", "--seed", "1"),
      "jobs must be at least 100 per replication for a saturated run (got 3)"),

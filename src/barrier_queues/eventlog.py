@@ -51,6 +51,9 @@ def event_log_files(path) -> list[Path]:
         raise EventLogError(f"event log must be an existing file or directory (got {str(path)!r})")
     if path.is_file():
         return [path]
+    if not path.is_dir():                    # a device, a socket, a FIFO: nothing Spark writes
+        raise EventLogError(f"event log must be a regular file or a rolled event-log directory (got {str(path)!r}, "
+                            "which is neither)")
     parts = []
     for f in path.iterdir():
         m = _ROLLED_PART.match(f.name)

@@ -332,8 +332,8 @@ def _open_folder(out, manifest: dict) -> tuple[Path, int]:
         diff = sorted(k for k in set(mine) | set(old) if k not in GROWABLE and old.get(k) != mine.get(k))
         if diff:
             raise ParameterError(f"out folder {str(folder)!r} holds a different sweep (its {', '.join(diff)} "
-                                 "differ); rerun it with the same seed, jobs, warm-up and library version to resume "
-                                 "or extend it, or choose another folder")
+                                 "differ); rerun it with the same seed, jobs, warm-up, precision target and library "
+                                 "version to resume or extend it, or choose another folder")
         _write_manifest(folder, {**mine, "seed": old["seed"]})
         return folder, int(old["seed"])
     if folder.exists() and (not folder.is_dir() or any(p.name != LOCK for p in folder.iterdir())):
