@@ -737,3 +737,13 @@ def test_a_saturated_estimate_never_exceeds_the_work_conservation_ceiling():
     assert 3 <= cut <= 17
     with pytest.raises(bq.ParameterError, match="jobs must be at least 100 per replication for a saturated run"):
         saturated_throughput(S(servers=4, tasks=1), jobs=99, replications=2, seed=1)
+
+
+def test_quantiles_at_any_level_keyed_by_float_with_the_reason_for_a_missing_interval():
+    res = simulate(bq.at_utilization(S(servers=8, tasks=2), 0.6), jobs=5_000, replications=3, seed=2)
+    out = res.quantiles("sojourn", [0.25, 0.95, 0.9999])
+    assert list(out) == [0.25, 0.95, 0.9999]
+    assert out[0.95]["value"] == res.quantile("sojourn", 0.95) and out[0.95]["reason"] is None
+    assert out[0.95]["interval"][0] <= out[0.95]["value"] <= out[0.95]["interval"][1]
+    assert out[0.9999]["interval"] is None and "50 are needed" in out[0.9999]["reason"]
+    assert out[0.25]["value"] < out[0.95]["value"] < out[0.9999]["value"]

@@ -274,6 +274,13 @@ class SimulationResult:
         q = check_probability("q", q, open_low=True, open_high=True)
         return merge_histograms([s.histograms[metric] for s in self.stats]).quantile(q)
 
+    def quantiles(self, metric: str, levels=QUANTILES, level: float = 0.95) -> dict[float, dict]:
+        """Quantiles at any levels the caller asks for, keyed by the level as a float: ``{q: {"value": ...,
+        "interval": [lo, hi] or None, "reason": why there is no interval, or None}}`` (see :meth:`quantile`
+        and :meth:`quantile_interval`). ``summary()`` keeps its fixed levels, keyed by text for JSON."""
+        return {float(q): {"value": self.quantile(metric, q), **self.quantile_interval(metric, q, level)}
+                for q in levels}
+
     def quantile_interval(self, metric: str, q: float, level: float = 0.95) -> dict:
         """A sectioning interval of the ``q`` quantile: ``{"interval": [lo, hi] or None, "reason": ...}``.
 
