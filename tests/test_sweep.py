@@ -210,6 +210,23 @@ def test_workers_exit_when_their_parent_is_killed(tmp_path):
                 os.kill(w, signal.SIGKILL)
 
 
+def _ctrl_c(args, ready, timeout):
+    """Start ``args`` in its own process group with SIGINT at its default (as a terminal's foreground job), wait
+    for ``ready(proc)``, send SIGINT to the group as Ctrl-C does; (exit status, stderr, what ready returned).
+    The group is killed if it outlives the test."""
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        seen = ready(proc)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return proc.returncode, err, seen
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc (Linux)")
 def test_ctrl_c_stops_a_sweep_at_once_with_exit_130_and_one_line(tmp_path):
     """Ctrl-C as a terminal sends it: SIGINT to the whole foreground process group (the sweep and its 2 worker
@@ -220,21 +237,15 @@ def test_ctrl_c_stops_a_sweep_at_once_with_exit_130_and_one_line(tmp_path):
     out = tmp_path / "sw"
     args = [sys.executable, "-m", "barrier_queues.cli", "sweep", "-s", "16", "-k", "1,2,4,8", "--utilization",
             "0.5,0.6,0.7", "--jobs", "1000000", "--seed", "4", "--workers", "2", "--out", str(out)]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
+
+    def ready(proc):
         deadline = time.monotonic() + 300
         while len(list((out / "points").glob("*.json"))) < 2 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
-        workers = _children(proc.pid)
-        before = len(list((out / "points").glob("*.json")))
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 130, err
+        return _children(proc.pid), len(list((out / "points").glob("*.json")))
+
+    code, err, (workers, before) = _ctrl_c(args, ready, timeout=60)
+    assert code == 130, err
     assert err == "barrier-queues: interrupted\n"
     time.sleep(1.0)
     assert not any(_alive(w) for w in workers)
@@ -256,16 +267,12 @@ def test_ctrl_c_stops_a_simulation_with_exit_130_and_writes_nothing(tmp_path):
         out = tmp_path / f"jobs{workers}.csv"
         args = [sys.executable, "-m", "barrier_queues.cli", "simulate", "-s", "16", "-k", "4", "--utilization", "0.6",
                 "--jobs", "50000000", "--replications", workers, "--workers", workers, "--jobs-csv", str(out)]
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-        try:
+
+        def ready(proc):
             time.sleep(3.0)                                     # started and simulating (50 M jobs take minutes)
-            assert proc.poll() is None
-            os.killpg(proc.pid, signal.SIGINT)
-            _, err = proc.communicate(timeout=30)
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        assert (proc.returncode, err) == (130, "barrier-queues: interrupted\n")
+            return proc.poll() is None
+
+        code, err, running = _ctrl_c(args, ready, timeout=30)
+        assert running
+        assert (code, err) == (130, "barrier-queues: interrupted\n")
         assert not out.exists()

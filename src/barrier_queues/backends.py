@@ -372,24 +372,24 @@ class StandaloneCluster:
                     out.append(int(entry))
         return out
 
-    def stop(self) -> None:
+    def _signal(self, sig: int) -> None:
+        """``sig`` to every live process group of the cluster (a group may end between the check and the kill)."""
         for proc in self.processes:
             if _group_alive(proc.pid):
                 try:
-                    os.killpg(proc.pid, signal.SIGTERM)
+                    os.killpg(proc.pid, sig)
                 except ProcessLookupError:
                     pass
+
+    def stop(self) -> None:
+        self._signal(signal.SIGTERM)
         deadline = time.monotonic() + self.grace
         while any(_group_alive(p.pid) for p in self.processes) and time.monotonic() < deadline:
             for p in self.processes:
                 p.poll()
             time.sleep(0.2)
+        self._signal(signal.SIGKILL)
         for proc in self.processes:
-            if _group_alive(proc.pid):
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
             proc.wait()
 
     def __enter__(self) -> StandaloneCluster:

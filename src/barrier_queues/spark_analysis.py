@@ -377,9 +377,7 @@ def cross_validate_overhead(runs: list, min_samples: int = 20) -> pd.DataFrame:
     for r in runs:
         o = overhead_samples(r)
         if len(o) >= min_samples:
-            jobs = r.jobs
-            rate = (len(jobs) - 1) / float(jobs.arrival.iloc[-1] - jobs.arrival.iloc[0])
-            samples[r.name] = (o.overhead.to_numpy(), rate)
+            samples[r.name] = (o.overhead.to_numpy(), achieved_rate(r.jobs))
     rows = []
     for fitted_on, (x, _) in samples.items():
         fit = fit_overhead(x)
@@ -449,11 +447,15 @@ def sync_delay_tests(delays: pd.DataFrame, poll: float = BARRIER_POLL) -> dict:
             "code_within_50ms": float(np.mean(np.abs(resid) <= 0.05))}
 
 
+def achieved_rate(jobs: pd.DataFrame) -> float:
+    """Jobs per second a run achieved: (jobs - 1) / (last arrival - first arrival)."""
+    return (len(jobs) - 1) / float(jobs.arrival.iloc[-1] - jobs.arrival.iloc[0])
+
+
 def run_summary(run: SparkRun, quantile: float = 0.99) -> dict:
     """The measured numbers of one run (seconds; see the module docstring)."""
     jobs = run.jobs
-    span = float(jobs.arrival.iloc[-1] - jobs.arrival.iloc[0])
-    rate = (len(jobs) - 1) / span
+    rate = achieved_rate(jobs)
     window = float(jobs.completion.max() - jobs.arrival.min())
     busy = float((run.tasks.finish - run.tasks.launch).sum())
     serving = serving_check(run)
@@ -553,7 +555,7 @@ def steady_state(run: SparkRun, limits: dict | None = None, batches: int = 10) -
     if drift(run.jobs.sort_values("arrival").waiting.to_numpy(), batches)["drifting"]:
         reasons.append("waiting times drift")
     limit = (limits or {}).get((run.executors, run.tasks_per_job))
-    rate = run_summary(run)["achieved_arrival_rate"]
+    rate = achieved_rate(run.jobs)
     if limit is not None and rate >= limit:
         reasons.append(f"arrivals at {rate:.3f} jobs/s, at or beyond Spark's measured limit {limit:.3f}")
     return (not reasons, "; ".join(reasons))
