@@ -1,6 +1,6 @@
 """Benchmark: the simulator's speed as a user meets it, side by side with the paper authors' simulator.
 
-Three tables, printed as markdown:
+Tables, printed as markdown:
 
 1. **Whole process**, one command against one command on the same system
    and number of jobs: ``barrier-queues simulate ... --json`` (Python start,
@@ -14,7 +14,10 @@ Three tables, printed as markdown:
 3. **Kernel work**: jobs/s per core against the work per job (random draws
    and heap operations), and the plain-Python reference's speed on the same
    model; replications on 1 and all processes.
-4. **Sweeps**: one ``barrier-queues sweep`` command over a 16-point grid,
+4. **Time to a stated precision**: ``simulate --precision 0.01`` per system,
+   whole process, with the jobs it needed, beside forkulator's fixed-length
+   run of as many jobs (forkulator has no stopping rule).
+5. **Sweeps**: one ``barrier-queues sweep`` command over a 16-point grid,
    whole process, with 1 and all local worker processes and on Spark
    (``local[1]`` and ``local[N]``: the same code path as a cluster).
 
@@ -109,6 +112,29 @@ def whole_process(jobs: int, repeat: int, fk: Path | None, intervals: list[int])
             with tempfile.TemporaryDirectory() as tmp:
                 fsec, fmb, _ = median_run(forkulator(fk, theirs, jobs, tmp, i), repeat, cwd=tmp)
             row += f" {fsec:.2f} | {fmb:,.0f} | {fsec / seconds:.1f}x |"
+        print(row, flush=True)
+
+
+def to_precision(target: float, fk: Path | None) -> None:
+    """Time to a stated precision: ``simulate --precision target`` per system (replications added in rounds until
+    every mean's 95 % half-width is at most ``target`` of the mean), whole process, beside forkulator's
+    fixed-length run of the same number of jobs (``-i 100``; it has no stopping rule)."""
+    print(f"\n## Time to {target:.0%} precision (every mean's 95 % half-width), whole process, one run each\n")
+    head = "| system | jobs used | replications | met | barrier-queues (s) |"
+    print(head + (" forkulator -i 100, same jobs (s) | speed-up |" if fk else ""))
+    print("|---|---:|---:|---|---:|" + ("---:|---:|" if fk else ""))
+    for name, mine, theirs in CONFIGS:
+        seconds, _, text = run_process([sys.executable, "-m", "barrier_queues.cli", "simulate", *mine.split(),
+                                         "--precision", str(target), "--seed", "1", "--json"])
+        info = json.loads(text)["precision"]
+        row = (f"| {name} | {info['jobs_used']:,} | {info['replications']:,} | {'yes' if info['met'] else 'no'} "
+               f"| {seconds:.2f} |")
+        if fk and theirs is None:
+            row += " n/a (no pmf of k) | |"
+        elif fk:
+            with tempfile.TemporaryDirectory() as tmp:
+                fsec, _, _ = run_process(forkulator(fk, theirs, info["jobs_used"], tmp, 100), cwd=tmp)
+            row += f" {fsec:.2f} | {fsec / seconds:.1f}x |"
         print(row, flush=True)
 
 
@@ -225,7 +251,10 @@ def main() -> int:
     parser.add_argument("--intervals", type=int, nargs="+", default=[1, 100],
                         help="forkulator's sampling intervals -i to time (statistics over every i-th job; "
                              "1 = every job, as barrier-queues)")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["whole", "memory", "quick", "kernel", "sweep"])
+    parser.add_argument("--precision", type=float, default=0.01, help="relative precision of the time-to-precision "
+                        "table (default 0.01)")
+    parser.add_argument("--skip", nargs="*", default=[],
+                        choices=["whole", "precision", "memory", "quick", "kernel", "sweep"])
     args = parser.parse_args()
     if args.forkulator is not None:
         if not (args.forkulator / "bin" / "forkulator" / "FJSimulator.class").exists():
@@ -233,8 +262,15 @@ def main() -> int:
                          "FJSimulator.class not found; build it as its README says)")
         if shutil.which("java") is None:
             parser.error("--forkulator needs java on PATH")
+    import compileall
+
     import numpy
 
+    import barrier_queues
+
+    # the package's bytecode, current (as pip writes it when it installs a wheel): with PYTHONDONTWRITEBYTECODE set,
+    # or after an edit of an editable install, every command would otherwise compile the modules again (~0.25 s)
+    compileall.compile_dir(Path(barrier_queues.__file__).parent, quiet=1)
     print(f"# Simulator speed on {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"numpy {numpy.__version__}, {time.strftime('%Y-%m-%d')}")
     if "quick" not in args.skip:
@@ -242,6 +278,8 @@ def main() -> int:
     if "whole" not in args.skip:
         for jobs in args.jobs:
             whole_process(jobs, args.repeat, args.forkulator, args.intervals)
+    if "precision" not in args.skip:
+        to_precision(args.precision, args.forkulator)
     if "memory" not in args.skip:
         memory_against_jobs()
     if "kernel" not in args.skip:

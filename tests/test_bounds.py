@@ -68,7 +68,7 @@ def test_theta_feasibility_exactly_at_the_stability_limit():
 
 
 def test_model_md_tightness_example():
-    # MODEL.md section 5: s = 16, k = 8, rho = 0.5, eps = 1e-3: GI|GI bound about 6.91, simulation 5.97
+    # Appendix A, section 5: s = 16, k = 8, rho = 0.5, eps = 1e-3: GI|GI bound about 6.91, simulation 5.97
     b = bound(cfg(servers=16, tasks=8, arrival_rate=1.0), 1e-3)
     assert b.waiting_quantile == pytest.approx(6.9078, abs=1e-3)
     assert b.theta == pytest.approx(1.0, rel=1e-12)

@@ -444,30 +444,94 @@ def test_simulate_at_a_load_with_spark_overhead(overhead):
     assert data["offered_utilization"] == pytest.approx(0.5, rel=1e-12) and data["config"]["overhead"] == overhead
 
 
-def test_every_command_shown_in_the_docs_parses():
-    """Commands in the README, data/README and the book are correct as printed: each parses against the real
-    parser (options that exist, required ones given; nothing is run). Elided examples (``...``) are skipped."""
+def _documented_commands() -> list[tuple[str, str]]:
+    """``(file, command)`` for every ``barrier-queues`` command printed in the README, data/README and the book
+    (elided examples with ``...``, commands named in prose and templates the book fills in itself are skipped)."""
     import re
-    import shlex
-
-    from barrier_queues.cli import build_parser
 
     root = Path(__file__).resolve().parents[1]
-    parser = build_parser()
     pattern = re.compile(r"(?:\.venv/bin/)?barrier-queues ((?:stability|simulate|sweep|bound|plan-phases|plan|"
                          r"spark-bench|spark-analyze) [^`\n#|]*)")
-    checked = []
+    found = []
     for path in [root / "README.md", root / "data" / "README.md", *sorted((root / "book").glob("*.md"))]:
         for match in pattern.finditer(path.read_text().replace("\\\n", " ")):
             command = match.group(1).strip()
             if "..." in command or " -" not in command or "{" in command:
-                continue                      # elided, named in prose, or a template the book runs itself
-            try:
-                parser.parse_args(shlex.split(command))
-            except SystemExit as exc:
-                pytest.fail(f"{path.name}: 'barrier-queues {command}' does not parse (exit {exc.code})")
-            checked.append(command)
+                continue
+            found.append((path.name, command))
+    return found
+
+
+def test_every_command_shown_in_the_docs_parses():
+    """Commands in the README, data/README and the book are correct as printed: each parses against the real
+    parser (options that exist, required ones given). The next tests run them."""
+    import shlex
+
+    from barrier_queues.cli import build_parser
+
+    parser = build_parser()
+    checked = []
+    for name, command in _documented_commands():
+        try:
+            parser.parse_args(shlex.split(command))
+        except SystemExit as exc:
+            pytest.fail(f"{name}: 'barrier-queues {command}' does not parse (exit {exc.code})")
+        checked.append(command)
     assert len(checked) >= 30
+
+
+#: a committed Spark run stands in for the run folder a printed spark-analyze command reads (made by the
+#: spark-bench command printed before it)
+SPARK_RUN = "data/spark/s4-k2-rho0.5"
+#: most jobs a printed command runs with here (its short variant; the options are otherwise as printed)
+SHORT_JOBS = 2000
+
+
+def _short_variant(command: str, tmp: Path) -> list[str]:
+    """The printed command as the test runs it: from the repository, its output folders moved under ``tmp``,
+    at most :data:`SHORT_JOBS` jobs, a run folder of spark-analyze replaced by a committed run, globs expanded."""
+    import glob
+    import shlex
+
+    root = Path(__file__).resolve().parents[1]
+    argv = shlex.split(command)
+    out = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("--out", "--archive", "--jobs-csv") and i + 1 < len(argv):
+            out += [arg, str(tmp / f"{arg.strip('-')}-{len(out)}")]
+            i += 2
+            continue
+        if arg == "--jobs" and i + 1 < len(argv):
+            out += [arg, str(min(int(argv[i + 1]), SHORT_JOBS))]
+            i += 2
+            continue
+        if argv[0] == "spark-analyze" and "eventlog" in arg:
+            arg = str(root / SPARK_RUN / "eventlog" / "*")
+        if "*" in arg:
+            matches = sorted(glob.glob(arg if Path(arg).is_absolute() else str(root / arg)))
+            assert matches, f"{command}: {arg} matches nothing"
+            out += matches
+        else:
+            out.append(arg)
+        i += 1
+    return out
+
+
+@pytest.mark.parametrize("name,command", [c for c in _documented_commands() if not c[1].startswith("spark-bench")],
+                         ids=lambda v: v if len(v) < 40 else v[:40])
+def test_every_command_shown_in_the_docs_runs(name, command, tmp_path):
+    """Each printed command runs as printed and exits 0 (a short variant of a long one: at most 2,000 jobs per
+    replication, output folders in a temporary folder; spark-analyze on a committed run). spark-bench commands run
+    in the next test, on a real Spark."""
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([*CLI, *_short_variant(command, tmp_path)], capture_output=True, text=True, timeout=600,
+                       cwd=root)
+    assert r.returncode == 0, f"{name}: barrier-queues {command}\n{r.stderr[-2000:]}"
+    assert "Traceback" not in r.stderr
+    if "--json" in command:
+        json.loads(r.stdout)
 
 
 def test_an_output_is_never_one_of_the_inputs_even_with_force(tmp_path):

@@ -14,13 +14,13 @@ def closed_form_rho(s, k):
 
 
 @pytest.mark.parametrize("s, k, l_, states, value", [
-    (10, 5, 5, 53, 0.774431468961),     # MODEL.md section 4 sanity values
+    (10, 5, 5, 53, 0.774431468961),     # Appendix A, section 4 sanity values
     (20, 10, 10, 853, 0.747639623383),
 ])
 def test_model_sanity_values(s, k, l_, states, value):
     res = bq.ctmc_stability(s, k, l_)
     assert res.states == states
-    assert res.rho_max == pytest.approx(value, abs=1e-12)  # MODEL.md gives 12 digits
+    assert res.rho_max == pytest.approx(value, abs=1e-12)  # Appendix A gives 12 digits
 
 
 def test_model_sanity_value_with_stragglers_killed():

@@ -1,4 +1,4 @@
-"""Failures (EXTENSIONS.md section 5): kernel = plain reference per job, exact results against simulation,
+"""Failures (Appendix B, section 5): kernel = plain reference per job, exact results against simulation,
 identities and refusals."""
 
 import math
@@ -119,7 +119,7 @@ def test_a_non_barrier_jobs_abort_kills_its_running_tasks():
 
 
 def test_retried_exponential_non_barrier_tasks_change_nothing_but_the_work():
-    """EXTENSIONS.md section 5: with D = 0 and no cap, a task retried alone holds its worker Exp(mu) in all
+    """Appendix B, section 5: with D = 0 and no cap, a task retried alone holds its worker Exp(mu) in all
     (memorylessness): k = 1 non-barrier jobs stay the M/M/s queue (Erlang C), and the work per job is k E[X];
     an attempt cap aborts a job with probability 1 - (1 - (1 - p)^A)^k."""
     from barrier_queues.bounds import erlang_c

@@ -1,4 +1,4 @@
-"""Phased barrier jobs with barrier() (EXTENSIONS.md section 3): the service law and the planner."""
+"""Phased barrier jobs with barrier() (Appendix B, section 3): the service law and the planner."""
 
 import numpy as np
 import pytest

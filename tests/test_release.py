@@ -1,4 +1,4 @@
-"""Partial barriers released online (EXTENSIONS.md section 1): the release law against simulation."""
+"""Partial barriers released online (Appendix B, section 1): the release law against simulation."""
 
 import numpy as np
 import pytest

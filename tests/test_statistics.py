@@ -172,3 +172,24 @@ def test_batch_means_of_fewer_values_than_batches_give_one_batch_per_value_and_n
         warnings.simplefilter("error")
         assert list(batch_means([1.0, 3.0], 20)) == [1.0, 3.0]
         assert batch_means([], 20).size == 0
+
+
+@pytest.mark.parametrize("spread", [1.0, 1e6])      # 1e6: bins too wide for one bincount, group by group
+def test_grouped_bin_counts_equal_each_groups_own_histogram(spread):
+    """One bincount over (group, bin) gives every group the counts binning its own values gives, occupied range
+    and all (the simulator's statistics count segments and classes this way)."""
+    from barrier_queues.statistics import LogHistogram, grouped_bin_counts
+
+    rng = np.random.default_rng(5)
+    values = np.r_[rng.exponential(1.0, 5000) * rng.choice([1.0, spread], 5000), np.zeros(50)]
+    groups = rng.integers(0, 7, values.size)
+    groups[groups == 3] = 4                            # an empty group
+    ngroups = 7 * (200 if spread > 1 else 1)
+    h = LogHistogram(1e-6)
+    bins = h.index(values)
+    got = {g: (lo, counts) for g, lo, counts in grouped_bin_counts(groups, ngroups, bins)}
+    assert set(got) == set(np.unique(groups).tolist())
+    for g, (lo, counts) in got.items():
+        own = LogHistogram(1e-6)
+        own.add(values[groups == g])
+        assert lo == own.offset and np.array_equal(counts, own.counts)

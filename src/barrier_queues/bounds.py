@@ -1,4 +1,4 @@
-"""Performance bounds for 1-barrier systems (paper section III; MODEL.md section 5).
+"""Performance bounds for 1-barrier systems (paper section III; Appendix A, section 5).
 
 With exponential tasks the start of job n's last task satisfies
 ``t_n <= max(a_n, t_{n-1} + Delta_n)`` with iid spacings ``Delta_n``

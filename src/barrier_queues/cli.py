@@ -6,7 +6,7 @@ stability
     Maximum stable load of a barrier system (Table I, CTMC, order
     statistics; timeout and knee release and phases for 2 barriers).
 simulate
-    Simulate any system (MODEL.md section 2, EXTENSIONS.md): means and
+    Simulate any system (Appendix A, section 2, Appendix B): means and
     quantiles of waiting, sojourn and execution time with confidence
     intervals; ``--saturated`` estimates the stability limit.
 sweep

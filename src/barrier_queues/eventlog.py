@@ -1,4 +1,4 @@
-"""Spark event logs as tidy tables (SPARK.md, "Event log").
+"""Spark event logs as tidy tables (Appendix C, "Event log").
 
 A Spark event log is JSON lines, one listener event per line. Spark 4.x rolls
 logs into a directory ``eventlog_v2_<app>/events_<n>_<app>[.zstd]`` and
@@ -363,7 +363,7 @@ def parse_event_log(path, key_property: str = "bq.job") -> EventLogTables:
 
 
 def blocking_overhead(tables: EventLogTables, min_gap: float = 0.0) -> pd.DataFrame:
-    """Blocking-overhead samples of barrier jobs that had to queue (MODEL.md section 7).
+    """Blocking-overhead samples of barrier jobs that had to queue (Appendix A, section 7).
 
     Jobs are taken in launch order (FIFO, as measured). For job j launched at
     ``L_j`` with k tasks, each executor idle just before ``L_j`` has been idle

@@ -1,7 +1,7 @@
-"""Failures of running tasks: whole-stage restart, retries, aborts and checkpoints (EXTENSIONS.md section 5).
+"""Failures of running tasks: whole-stage restart, retries, aborts and checkpoints (Appendix B, section 5).
 
 Seed 001: "a failure of a single task of a barrier stage fails the whole
-stage". Spark 4.3.0 (SPARK.md): a failed barrier ``ShuffleMapStage`` is
+stage". Spark 4.3.0 (Appendix C): a failed barrier ``ShuffleMapStage`` is
 resubmitted after ``RESUBMIT_TIMEOUT`` = 0.2 s at most
 ``spark.stage.maxConsecutiveAttempts`` = 4 times in all; a barrier
 ``ResultStage`` is aborted at its first failure (``max_attempts = 1``).
@@ -58,7 +58,7 @@ import numpy as np
 from ._validation import ParameterError
 
 RETRY_WORK = ("different", "identical")
-#: Spark's resubmit delay (DAGScheduler.RESUBMIT_TIMEOUT, seconds) and attempt caps (SPARK.md)
+#: Spark's resubmit delay (DAGScheduler.RESUBMIT_TIMEOUT, seconds) and attempt caps (Appendix C)
 SPARK_RESUBMIT_DELAY = 0.2
 SPARK_ATTEMPTS = {"result": 1, "shuffle-map": 4}
 #: a job without an attempt cap may use at most this many attempts (beyond it the run is refused)
@@ -306,7 +306,7 @@ def attempt_moments(k: int, mu: float, gamma: float) -> dict:
     mu / (mu + gamma)``), and the partial moments ``E[L; success]``,
     ``E[L^2; success]``, ``E[L; failure]``, ``E[L^2; failure]`` of the
     attempt's length ``L``; ``mean`` = ``E[L]`` = ``sum_j q^(k-j) / (j (mu +
-    gamma))`` (EXTENSIONS.md section 5).
+    gamma))`` (Appendix B, section 5).
     """
     q = mu / (mu + gamma)
     alive, m1, m2 = 1.0, 0.0, 0.0                # mass still running and its partial moments of the time so far
@@ -344,7 +344,7 @@ def abort_probability(p: float, max_attempts: int | None) -> float:
 
 
 def mean_execution(k: int, mu: float, gamma: float, delay: float = 0.0) -> float:
-    """``E[A1] / p + D (1/p - 1)`` (Wald; EXTENSIONS.md section 5), uncapped attempts."""
+    """``E[A1] / p + D (1/p - 1)`` (Wald; Appendix B, section 5), uncapped attempts."""
     m = attempt_moments(k, mu, gamma)
     return m["mean"] / m["p"] + delay * (1.0 / m["p"] - 1.0)
 

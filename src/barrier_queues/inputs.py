@@ -132,7 +132,7 @@ def _draw_classes(system: BarrierSystem, n: int, rng: np.random.Generator, arriv
 
 
 def probe_count(system: BarrierSystem, k) -> np.ndarray:
-    """Workers probed by a job of ``k`` tasks: ``min(s, ceil(d k))`` (EXTENSIONS.md section 2)."""
+    """Workers probed by a job of ``k`` tasks: ``min(s, ceil(d k))`` (Appendix B, section 2)."""
     k = np.asarray(k, dtype=np.int64)
     return np.minimum(system.servers, np.ceil(system.probe_ratio * k - 1e-9).astype(np.int64))
 

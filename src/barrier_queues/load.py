@@ -1,6 +1,6 @@
 """Offered load: the server time a system's jobs bring, and the arrival rate for a target load.
 
-``rho = lambda E[server time per job] / s`` (MODEL.md section 1) is computed
+``rho = lambda E[server time per job] / s`` (Appendix A, section 1) is computed
 here and only here, for every system :class:`~barrier_queues.BarrierSystem`
 describes. The server time of a job is the time its tasks occupy workers:
 

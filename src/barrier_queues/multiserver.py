@@ -1,7 +1,7 @@
 """The FIFO multiserver-job queue of a one-or-all workload: exact stability limits and exact mean waiting.
 
 A one-or-all workload (Olliaro, Ajmone Marsan, Balsamo & Marin, Performance
-Evaluation 2023; EXTENSIONS.md section 4) has jobs of two kinds on ``s``
+Evaluation 2023; Appendix B, section 4) has jobs of two kinds on ``s``
 workers: a share ``1 - beta`` needs one worker, a share ``beta`` needs all
 ``s``. Jobs arrive as a Poisson stream of rate ``lambda`` and are served in
 strict FIFO order (``scheduling="fcfs"``: the head waits until it fits and
@@ -54,7 +54,7 @@ def one_or_all_limit(servers: int, beta: float, mu: float = 1.0, shared: bool = 
     cycle of the backlogged queue is a big job's service followed by the
     ``g`` small jobs before the next big one, which must drain before it
     starts. ``shared=False`` (independent Exp(mu) tasks, 1 barrier):
-    ``s mu / (1 - beta + beta s H_s)`` (EXTENSIONS.md section 4).
+    ``s mu / (1 - beta + beta s H_s)`` (Appendix B, section 4).
 
     Examples
     --------

@@ -9,7 +9,7 @@ independent standard exponentials ``E_i``. Hence
 * ``M(theta) = prod_{i=0}^{j-1} (n - i) mu / ((n - i) mu - theta)`` for
   ``theta < (n - j + 1) mu`` (eq. 27).
 
-For a general task law F (MODEL.md section 3),
+For a general task law F (Appendix A, section 3),
 ``E[X_(j:n)] = integral_0^inf P[Bin(n, F(t)) < j] dt``.
 """
 
@@ -139,7 +139,7 @@ def server_time_per_job(dist, tasks: int, needed: int) -> tuple[float, float]:
     """Expected total and useful server time of one (k, l) job (time units).
 
     A job runs ``k`` tasks and departs when ``l`` have finished; the other
-    ``k - l`` are killed at that moment (MODEL.md section 3):
+    ``k - l`` are killed at that moment (Appendix A, section 3):
 
     * total  = ``sum_{j<l} E[X_(j:k)] + (k - l + 1) E[X_(l:k)]``
       (equals ``l / mu`` for Exp(mu) tasks, paper eq. 13),

@@ -1,4 +1,4 @@
-"""Spark's blocking-overhead model (paper section IV, eqs. 40-42; MODEL.md section 7).
+"""Spark's blocking-overhead model (paper section IV, eqs. 40-42; Appendix A, section 7).
 
 A barrier job blocked for executors starts only at a *global* resource offer:
 the next revive-timer tick (period R, phase independent of task ends) or the

@@ -1,4 +1,4 @@
-"""Barrier jobs in phases with ``barrier()`` sync points (EXTENSIONS.md section 3; seeds 001, 004).
+"""Barrier jobs in phases with ``barrier()`` sync points (Appendix B, section 3; seeds 001, 004).
 
 A job's ``k`` tasks run ``m`` phases; in each phase each task does an iid
 draw ``X_ij`` of the task law; between phases every task calls

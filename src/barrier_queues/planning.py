@@ -112,7 +112,7 @@ def plan(servers: int, utilization: float, epsilon: float = 0.01, barriers: int 
          progress: bool | None = None) -> dict:
     """The degree of parallelism k (and l for 2-barrier systems) that minimises delay.
 
-    Uses the paper's scaling (MODEL.md section 6): a job is a fixed amount of
+    Uses the paper's scaling (Appendix A, section 6): a job is a fixed amount of
     work split into k tasks of mean ``s/k`` (``mu = k/s``), so ``rho =
     lambda``. Fewer tasks mean longer tasks; more tasks mean more blocking.
 
@@ -307,7 +307,7 @@ def plan_gang(servers: int, work: float, failure_rate: float, arrival_rate: floa
               checkpoint_interval: float | None = None, checkpoint_cost: float = 0.0, restart_cost: float = 0.0,
               max_attempts: int | None = None, resubmit_delay: float = 0.0, jobs: int = 20_000,
               replications: int = 8, seed=0) -> dict:
-    """The best k for a training gang under failures (EXTENSIONS.md section 5), by simulation.
+    """The best k for a training gang under failures (Appendix B, section 5), by simulation.
 
     A job of ``work`` (time units of one worker) is split over ``k`` tasks of
     ``work / k`` each (deterministic, lockstep: one barrier stage, 2

@@ -1,7 +1,7 @@
 """Slow, obviously-correct plain-Python references of the service rules (one job, without queueing).
 
 :func:`service` implements every rule of :mod:`barrier_queues.rules`
-(EXTENSIONS.md sections 1 and 3) without sharing any code with the compiled
+(Appendix B, sections 1 and 3) without sharing any code with the compiled
 ``_job_service``. The schedulers' plain references
 (:func:`barrier_queues.schedulers.central.simulate_reference`,
 :func:`barrier_queues.schedulers.sampling.simulate_sampling_reference`) call
@@ -20,12 +20,12 @@ from __future__ import annotations
 import math
 
 #: the knee detector's EWMA gain of the mean gap: seed 002 keeps 0.70 of the previous mean (gain 0.3;
-#: EXTENSIONS.md section 1); RFC 6298's 1/8 is a sensitivity case
+#: Appendix B, section 1); RFC 6298's 1/8 is a sensitivity case
 KNEE_GAIN = 0.3
 
 
 def knee(ordered: list[float], min_fraction: float, min_wait: float, gain: float = KNEE_GAIN):
-    """The knee-detector release of sorted completion times (EXTENSIONS.md section 1): (D, L)."""
+    """The knee-detector release of sorted completion times (Appendix B, section 1): (D, L)."""
     k = len(ordered)
     if k == 1:
         return ordered[0], 1

@@ -1,4 +1,4 @@
-"""The law of a barrier job's release, without queueing (EXTENSIONS.md section 1; seed 002).
+"""The law of a barrier job's release, without queueing (Appendix B, section 1; seed 002).
 
 A job's ``k`` tasks start together; its release (departure) ``D`` and the
 number of tasks completed ``L`` depend only on its own task times, so their
@@ -10,7 +10,7 @@ law needs no queueing model:
   quadrature: ``E[D] = int_0^T (1 - F(t)^k) dt``, ``E[work] = k int_0^T (1 - F)``,
   ``E[useful] = k E[X; X <= T]``, ``E[L] = k F(T)``;
 * **knee** (minimum fraction ``f``, minimum wait ``w``, gain ``a``): the
-  detector of EXTENSIONS.md section 1 applied to ``k`` sorted task times;
+  detector of Appendix B, section 1 applied to ``k`` sorted task times;
   Monte Carlo over ``samples`` jobs (vectorised numpy, independent of the
   simulation kernels), with standard errors.
 
@@ -73,7 +73,7 @@ class ReleaseLaw:
 def knee_release_sorted(t: np.ndarray, min_fraction: float, min_wait: float, gain: float = KNEE_GAIN):
     """The knee detector on rows of sorted completion times ``t`` (n x k): arrays (D, L).
 
-    Vectorised over jobs (rows); same rule as EXTENSIONS.md section 1.
+    Vectorised over jobs (rows); same rule as Appendix B, section 1.
     """
     t = np.asarray(t, dtype=float)
     n, k = t.shape

@@ -3,11 +3,11 @@
 A *rule* says how one job's tasks, once started together, occupy their
 workers and when the job departs. Two axes of rules exist:
 
-* **release** (``BarrierSystem.release``; EXTENSIONS.md section 1): ``fixed``
+* **release** (``BarrierSystem.release``; Appendix B, section 1): ``fixed``
   (depart after ``l`` of ``k`` tasks: the paper's (s,k,l) jobs), ``knee``
   (a knee detector on the completion gaps) and ``timeout`` (depart at ``T``
   at the latest);
-* **sync** (``BarrierSystem.sync``, jobs of ``m > 1`` phases; EXTENSIONS.md
+* **sync** (``BarrierSystem.sync``, jobs of ``m > 1`` phases; Appendix B
   section 3): ``ideal`` (every task resumes when the last arrives at
   ``barrier()``) and ``spark`` (each task polls every ``P``).
 
@@ -265,7 +265,7 @@ register(Rule(
     limits={1: "exact", 2: "exact"}))           # 1-barrier: closed form (exponential tasks) or the CTMC
 
 register(Rule(
-    "knee", "release", "depart at the first knee in the completion gaps (EXTENSIONS.md section 1)",
+    "knee", "release", "depart at the first knee in the completion gaps (Appendix B, section 1)",
     params=(Param("min_fraction", "fraction", 0.5, "knee: tasks that must finish first, 0 < f <= 1 (default 0.5)"),
             Param("min_wait", "time0", 0.0, "knee: time before a knee counts, w >= 0 (default 0)"),
             Param("knee_gain", "fraction", KNEE_GAIN,
@@ -294,7 +294,7 @@ register(Rule(
     limits={1: None, 2: "exact"}))              # 2-barrier: order statistics
 
 register(Rule(
-    "spark", "sync", "Spark's barrier(): each task polls every P from its own arrival (SPARK.md)",
+    "spark", "sync", "Spark's barrier(): each task polls every P from its own arrival (Appendix C)",
     params=(Param("sync_poll", "time", 1.0, "Spark's barrier() poll period P (default 1)"),),
     kernel=lambda s: {"spark_sync": 1.0, "sync_poll": s.sync_poll},
     reference=lambda s: {"sync": "spark", "poll": s.sync_poll},

@@ -2,7 +2,7 @@
 
 An always-backlogged system (every job arrives at time 0) starts jobs at its
 maximum stable rate: after the warm-up, ``jobs / sum of spacings between
-starts`` estimates ``lambda_max`` (MODEL.md section 2, the paper's Monte
+starts`` estimates ``lambda_max`` (Appendix A, section 2, the paper's Monte
 Carlo check of Table I). With the event-accurate Spark overhead only revive
 ticks then offer executors to a blocked job, as in a real Spark run that
 submits a backlog at once.

@@ -1,8 +1,8 @@
 """Simulation of barrier systems: replications, stopping rules and streaming summaries.
 
 :func:`simulate` runs ``replications`` independent runs of a
-:class:`~barrier_queues.BarrierSystem` (any system of MODEL.md section 2 and
-EXTENSIONS.md: 1 or 2 barriers, (s,k,l), knee and timeout release, hybrid,
+:class:`~barrier_queues.BarrierSystem` (any system of Appendix A, section 2 and
+Appendix B: 1 or 2 barriers, (s,k,l), knee and timeout release, hybrid,
 heterogeneous k, phases with ideal or Spark ``barrier()``, Spark's overhead
 models, the central FIFO queue or batch sampling with late binding) and
 returns a :class:`SimulationResult`.

@@ -1,4 +1,4 @@
-"""Analysis of real Spark benchmark runs (paper section IV; SPARK.md; MODEL.md section 7).
+"""Analysis of real Spark benchmark runs (paper section IV; Appendix C; Appendix A, section 7).
 
 A *run folder* is what :func:`barrier_queues.spark_bench.run_spark_bench`
 writes (or its compressed copy under ``data/spark/<run>/``):
@@ -234,7 +234,7 @@ def task_cost(run: SparkRun) -> pd.Series:
 SERVING_LIMITS = {
     # the driver kept the Poisson timing: every job submitted within 100 ms of its planned arrival
     "submission_lag_max": 0.1,
-    # Python start-up per task at most twice the uncontended median on Spark 4.3.0 (SPARK.md: 73 ms)
+    # Python start-up per task at most twice the uncontended median on Spark 4.3.0 (Appendix C: 73 ms)
     "python_startup_median": 0.15,
     # Spark's per-task cost beyond the function's own time, median
     "task_cost_median": 0.2,

@@ -1,4 +1,4 @@
-"""A real Spark barrier-mode benchmark (paper section IV; SPARK.md).
+"""A real Spark barrier-mode benchmark (paper section IV; Appendix C).
 
 Jobs arrive as a Poisson process and are submitted from driver threads
 (FIFO scheduler), so they queue inside Spark as in the paper. Each job is
@@ -6,13 +6,13 @@ Jobs arrive as a Poisson process and are submitted from driver threads
 exponential time, mean ``s/k`` seconds by default (the paper's scaling,
 ``rho = lambda``), seeded per job and task. A job of ``phases`` m > 1 does
 m iid exponential sleeps per task with ``BarrierTaskContext.barrier()``
-between them (EXTENSIONS.md section 3; mean ``s/(k m)`` each by default, so
+between them (Appendix B, section 3; mean ``s/(k m)`` each by default, so
 the work per job stays that of the one-phase job); the older
 ``sync_points`` split one sleep into equal parts instead. ``saturated``
 submits every job at once (10 ms apart, in order) to measure the start rate
 of a backlogged system, Spark's stability limit.
 
-The careful things SPARK.md asks for are done here: a private Spark home (so
+The careful things Appendix C asks for are done here: a private Spark home (so
 pip-installed pyspark's package folder stays clean), UI off, loopback
 binding, single-core executors, waiting until every executor has registered,
 tagged warm-up jobs that the analysis drops, Spark's event log switched on
@@ -68,7 +68,7 @@ class SparkBenchConfig:
     (``SeedSequence([seed, 1])``), so the arrival times are those of a
     single-k run with the same seed. Each job's k and kind are recorded.
 
-    Failures (EXTENSIONS.md section 5): with ``failure_rate`` gamma (per
+    Failures (Appendix B, section 5): with ``failure_rate`` gamma (per
     second of a running task) each task attempt draws a failure clock
     Exp(gamma) from a seed of its own (job, partition, task attempt id); if it
     rings before the task's sleep ends, the task raises there. A retry sleeps

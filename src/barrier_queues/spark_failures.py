@@ -5,7 +5,7 @@ failures (:class:`barrier_queues.spark_bench.SparkBenchConfig`): each task
 attempt's failure clock and sleep come from seeds of their own (the clock's
 includes the task attempt id, which the event log records), so this
 module recomputes both and works out, job by job, what the model of
-EXTENSIONS.md section 5 says (the plain per-job rule
+Appendix B, section 5 says (the plain per-job rule
 :func:`~barrier_queues.schedulers.waitlist_reference.job_attempts`, with
 Spark's caps: one attempt for a ResultStage, four for a ShuffleMapStage).
 From the event log it reads what Spark did: the barrier stage's attempts

@@ -125,7 +125,7 @@ def stability_limit(servers, tasks: int | None = None, needed: int | None = None
         mu of exponential tasks (default 1; or give ``task_dist``).
     task_dist : TaskDistribution, scipy.stats frozen law or spec string, optional
         A non-exponential task law; supported for 2-barrier systems through
-        order statistics (MODEL.md section 3).
+        order statistics (Appendix A, section 3).
     method : str
         ``"auto"`` picks the closed form when there is one, the CTMC for
         1-barrier systems with ``l < k``, order statistics for other laws

@@ -315,16 +315,30 @@ class LogHistogram:
         self.counts = np.zeros(0, dtype=np.int64)
 
     def index(self, x: np.ndarray) -> np.ndarray:
+        """Each value's bin: ``ceil(log(x / floor) / log g)`` above ``floor``, else 0 (NaN counts as 0).
+
+        In place in one buffer (the simulator's statistics spend most of their
+        time here): ``fmax(ceil(.), 0)`` equals the bin above ``floor`` and 0 at
+        or below it, where ``log(x / floor) <= 0``, and turns NaN into 0.
+        """
         x = np.asarray(x, dtype=float)
+        b = np.divide(x, self.floor)
         with np.errstate(divide="ignore", invalid="ignore"):
-            idx = np.ceil(np.log(x / self.floor) / self.log_gamma)
-        return np.where(x > self.floor, idx, 0).astype(np.int64)
+            np.log(b, out=b)
+        b /= self.log_gamma
+        np.ceil(b, out=b)
+        np.fmax(b, 0.0, out=b)
+        return b.astype(np.int64)
 
     def add(self, x) -> None:
-        idx = self.index(x)
+        self.add_bins(self.index(x))
+
+    def add_bins(self, idx: np.ndarray) -> None:
+        """Add values by their bins (:meth:`index` of the values, computed once for a chunk and sliced)."""
         if idx.size == 0:
             return
-        self._add_counts(int(idx.min()), np.bincount(idx - idx.min()))
+        lo = int(idx.min())
+        self._add_counts(lo, np.bincount(idx - lo))
 
     def _add_counts(self, lo: int, counts: np.ndarray) -> None:
         if self.counts.size == 0:
@@ -441,6 +455,26 @@ class RunPartial:
     last_departure: float = float("nan")    # the latest departure of an accumulated job
 
 
+def grouped_bin_counts(groups: np.ndarray, ngroups: int, idx: np.ndarray):
+    """Histogram bins ``idx`` counted per group (``0 <= groups < ngroups``): ``(group, lo, counts)`` for every
+    group with values, ``counts`` over its occupied bins from ``lo``, exactly what
+    :meth:`LogHistogram.add_bins` of the group's values adds (one bincount for all groups)."""
+    lo = int(idx.min())
+    width = int(idx.max()) - lo + 1
+    if ngroups * width > 1 << 22:                          # a wide range over many groups: group by group
+        for g in np.unique(groups):
+            sel = idx[groups == g]
+            first = int(sel.min())
+            yield int(g), first, np.bincount(sel - first)
+        return
+    counts = np.bincount(groups * width + (idx - lo), minlength=ngroups * width).reshape(ngroups, width)
+    occupied = counts > 0
+    first = occupied.argmax(axis=1).tolist()
+    last = (width - occupied[:, ::-1].argmax(axis=1)).tolist()
+    for g in np.flatnonzero(occupied.any(axis=1)).tolist():
+        yield g, lo + first[g], counts[g, first[g]:last[g]]
+
+
 class RunAccumulator:
     """Streaming statistics of one replication of ``jobs`` jobs (see the module docstring).
 
@@ -481,14 +515,25 @@ class RunAccumulator:
         self.class_tail = ([{m: LogHistogram(floor, alpha) for m in METRICS} for _ in range(self.classes)]
                            if self.classes > 1 else None)
 
-    def _add_classes(self, sg: int, cls: np.ndarray, values: dict) -> None:
-        for c in np.unique(cls):
-            mask = cls == c
-            row = self.class_sums[c, sg]
-            for i, m in enumerate(METRICS):
-                row[i] += values[m][mask].sum()
-                (self.class_hist[c][sg] if sg < self.kept else self.class_tail[c])[m].add(values[m][mask])
-            row[-1] += mask.sum()
+    def _add_classes(self, seg: np.ndarray, cuts: np.ndarray, cls: np.ndarray, values: dict, bins: dict) -> None:
+        """One chunk's jobs by class: sums per segment and class (the same masked sums as job by job, bit for
+        bit), and histogram counts per (class, segment) from one bincount per metric."""
+        for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+            sg, piece = int(seg[a]), cls[a:b]
+            for c in np.unique(piece):
+                mask = piece == c
+                row = self.class_sums[c, sg]
+                for i, m in enumerate(METRICS):
+                    row[i] += values[m][a:b][mask].sum()
+                row[-1] += mask.sum()
+        s0 = int(seg[0])
+        nseg = int(seg[-1]) - s0 + 1
+        groups = cls * nseg + (seg - s0)
+        for m in METRICS:
+            for g, lo, counts in grouped_bin_counts(groups, self.classes * nseg, bins[m]):
+                c, sg = divmod(g, nseg)
+                sg += s0
+                (self.class_hist[c][sg] if sg < self.kept else self.class_tail[c])[m]._add_counts(lo, counts)
 
     def add(self, arrival, start, departure, work, useful, completed, held=None, classes=None) -> None:
         """Add one chunk of jobs (arrays of equal length, in job order; ``classes``: each job's class index
@@ -518,18 +563,23 @@ class RunAccumulator:
         self.blocks[:, ids[0]:ids[-1] + 1] += np.add.reduceat(cols, starts, axis=1)
         seg = ids // self.segment_blocks
         cuts = np.r_[0, np.flatnonzero(np.diff(seg)) + 1, m]
-        for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+        values = {"waiting": waiting, "sojourn": sojourn, "execution": execution}
+        # each value's histogram bin, once for the chunk (the logarithm is most of the statistics' time), then
+        # counted per segment (and class): the same counts as binning every segment's values apart
+        index = self.tail["waiting"].index
+        bins = {name: index(v) for name, v in values.items()}
+        for a in cuts[:-1].tolist():
             sg = int(seg[a])
             if lo + a == sg * self.segment:
                 self.arrival_at[sg] = arrival[a]
                 self.start_at[sg] = start[a]
-            target = self.hist[sg] if sg < self.kept else self.tail
-            for name, values in (("waiting", waiting), ("sojourn", sojourn), ("execution", execution)):
-                target[name].add(values[a:b])
-            if self.class_sums is not None:
-                self._add_classes(sg, np.asarray(classes)[sl][a:b], {"waiting": waiting[a:b],
-                                                                     "sojourn": sojourn[a:b],
-                                                                     "execution": execution[a:b]})
+        s0 = int(seg[0])
+        for name in METRICS:
+            for g, first, counts in grouped_bin_counts(seg - s0, int(seg[-1]) - s0 + 1, bins[name]):
+                sg = s0 + g
+                (self.hist[sg] if sg < self.kept else self.tail)[name]._add_counts(first, counts)
+        if self.class_sums is not None:
+            self._add_classes(seg, cuts, np.asarray(classes)[sl], values, bins)
         self.last_arrival, self.last_start = arrival[-1], start[-1]
         self.last_departure = max(self.last_departure, float(departure[sl].max()))
 

@@ -1,7 +1,7 @@
 """The description of a barrier-mode parallel system, validated once.
 
 One immutable, hashable, value-comparable :class:`BarrierSystem` describes
-every system this library models (MODEL.md section 2, EXTENSIONS.md); the
+every system this library models (Appendix A, section 2, Appendix B); the
 stability limits, the CTMC, the simulators, the bounds, the planner and the
 Spark replay all take it. It is validated once, here, when it is made: every
 other part trusts its fields.
@@ -23,11 +23,11 @@ field                  symbol  meaning
                                ``"event"`` (revive timer, offers on arrivals)
 ``revive_interval``    R       Spark's ``spark.scheduler.revive.interval`` (with ``overhead``)
 ``release``            --      when a job departs: ``"fixed"`` (after ``needed`` tasks),
-                               ``"knee"`` (knee detector, EXTENSIONS.md section 1) or
+                               ``"knee"`` (knee detector, Appendix B, section 1) or
                                ``"timeout"`` (after ``timeout`` at the latest)
 ``placement``          --      ``"central"`` (the paper's FIFO queue) or ``"sample"`` (batch
-                               sampling with late binding, EXTENSIONS.md section 2)
-``phases``             m       phases per job, ``barrier()`` between them (EXTENSIONS.md 3)
+                               sampling with late binding, Appendix B, section 2)
+``phases``             m       phases per job, ``barrier()`` between them (Appendix B, section 3)
 =====================  ======  ==========================================================
 
 Time is in one unit throughout (the mean task time is ``1/mu`` of it).
@@ -177,7 +177,7 @@ class BarrierSystem:
     workload: object = field(default=None, metadata=_opt(
         "job classes from a JSON or TOML file (or MJQM's TOML): shares, k, barrier or not, task law, shared time "
         "(instead of --tasks/--tasks-pmf)", "workload", flag="--workload"))
-    # failures (EXTENSIONS.md section 5): validated in barrier_queues.failures
+    # failures (Appendix B, section 5): validated in barrier_queues.failures
     failure_rate: float | None = field(default=None, metadata=_opt(
         "rate gamma at which each running task fails (default: no failures); a failure ends a barrier job's "
         "attempt, a plain job's task is retried alone",

@@ -1,4 +1,4 @@
-"""Workloads as job classes (EXTENSIONS.md section 4, "Job classes").
+"""Workloads as job classes (Appendix B, section 4, "Job classes").
 
 A workload is a list of classes ``c``, each with its share ``p_c`` of the
 arrivals, ``k_c`` tasks, barrier or not, a task law ``F_c`` and, optionally,

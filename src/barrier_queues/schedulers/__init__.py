@@ -1,7 +1,7 @@
 """Schedulers: who starts next, and on which workers. One room per scheduler.
 
-A scheduler is the queueing part of a system (MODEL.md section 2,
-EXTENSIONS.md section 2): given the arrivals and each job's service rule
+A scheduler is the queueing part of a system (Appendix A, section 2,
+Appendix B, section 2): given the arrivals and each job's service rule
 (:mod:`barrier_queues.rules`), it decides when each job's tasks start and on
 which workers. Each room (a module of this package) holds one scheduler:
 
@@ -16,7 +16,7 @@ which workers. Each room (a module of this package) holds one scheduler:
 
 Rooms today: :mod:`~barrier_queues.schedulers.central` (the paper's central
 FIFO queue: ``scheduling="fcfs"``), :mod:`~barrier_queues.schedulers.waitlist`
-(one waiting list under the other disciplines of EXTENSIONS.md section 4:
+(one waiting list under the other disciplines of Appendix B, section 4:
 ``first-fit``, Spark's rule; ``backfill``; ``server-filling``) and
 :mod:`~barrier_queues.schedulers.sampling` (batch sampling with late
 binding). A system selects its room by ``placement`` and ``scheduling``

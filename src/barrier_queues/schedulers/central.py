@@ -1,4 +1,4 @@
-"""The central FIFO queue (MODEL.md section 2): the paper's scheduler.
+"""The central FIFO queue (Appendix A, section 2): the paper's scheduler.
 
 Jobs start in arrival order. A barrier job of ``k`` tasks starts at
 ``t = max(arrival, previous start, tau)`` with ``tau`` the time at which

@@ -1,4 +1,4 @@
-"""Batch sampling with late binding (EXTENSIONS.md section 2; Sparrow, seed 003).
+"""Batch sampling with late binding (Appendix B, section 2; Sparrow, seed 003).
 
 No central queue: every worker has a FIFO queue of reservations; an
 arriving job of ``k`` tasks appends one to each of ``min(s, ceil(d k))``
@@ -241,7 +241,7 @@ def run(system, jobs, rng, saturated, trace, sink):
 
 def simulate_sampling_reference(arrivals, tasks, barrier, times, probes, servers: int, two_barrier: bool = False,
                                 trace: bool = False, service_fn=None, **rule):
-    """Batch sampling with late binding (EXTENSIONS.md section 2), event by event.
+    """Batch sampling with late binding (Appendix B, section 2), event by event.
 
     ``probes[j]`` lists the workers job ``j`` probes. Returns the lists of
     :func:`simulate_reference` plus ``held`` (worker-time spent ready and
@@ -335,7 +335,7 @@ def _validate(system, set_) -> None:
     d = check_positive("probe_ratio", d)
     if d < 1:
         raise ParameterError(f"probe_ratio must be a number >= 1 (got {d!r}): a job probes at least k workers")
-    set_("probe_ratio", float(min(d, system.servers)))      # d k >= s probes every worker (EXTENSIONS.md 2)
+    set_("probe_ratio", float(min(d, system.servers)))      # d k >= s probes every worker (Appendix B, section 2)
     if system.overhead is not None:
         raise ParameterError(f"overhead must be None with placement = 'sample' (got {system.overhead!r}): "
                              "Spark's revive timer belongs to its central scheduler")

@@ -1,10 +1,10 @@
-"""One waiting list under a scheduling discipline (EXTENSIONS.md section 4): Spark's rule and beyond.
+"""One waiting list under a scheduling discipline (Appendix B, section 4): Spark's rule and beyond.
 
 Jobs wait in arrival order; at each decision point (each arrival, and each
 instant at which workers are released, releases first) the discipline
 decides which waiting jobs start, on the lowest-numbered free workers:
 
-* ``first-fit``: Spark's ``TaskSchedulerImpl.resourceOffers`` (SPARK.md): walk
+* ``first-fit``: Spark's ``TaskSchedulerImpl.resourceOffers`` (Appendix C): walk
   the waiting jobs in arrival order, skip a barrier job that does not fit,
   start what fits;
 * ``backfill``: EASY backfilling with the true task times: the first job that

@@ -1,4 +1,4 @@
-"""The plain-Python reference of the waiting-list scheduler (EXTENSIONS.md section 4), event by event.
+"""The plain-Python reference of the waiting-list scheduler (Appendix B, section 4), event by event.
 
 Shares no code with the compiled kernel (``waitlist.pxi``); fed the same
 inputs it must give the same per-job results, bit for bit. Jobs wait in
@@ -25,7 +25,7 @@ releases come first. With ``F`` free workers a decision runs the discipline:
 
 Free workers are taken lowest index first (a heap of free worker ids).
 
-Failures (EXTENSIONS.md section 5): each unit's attempts are worked out here
+Failures (Appendix B, section 5): each unit's attempts are worked out here
 from the raw draws (its task times, one failure clock per task and attempt,
 fresh task times for ``different`` work), with plain loops; a unit is a
 barrier job or one task of a non-barrier job. A failed attempt of a barrier
@@ -348,7 +348,7 @@ class _Waitlist:
 
 def job_attempts(first, clocks, fresh, k, fail):
     """One job's attempts: ``([(holds, failed), ...], useful work, aborted)``, attempt by attempt, task by task
-    (EXTENSIONS.md section 5; ``fail`` as in :func:`simulate_waitlist_reference`)."""
+    (Appendix B, section 5; ``fail`` as in :func:`simulate_waitlist_reference`)."""
     tau, delta, restart = fail["tau"], fail["delta"], fail["restart"]
     cap = fail["max_attempts"]
     work = list(first)
