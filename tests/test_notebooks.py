@@ -292,3 +292,19 @@ def test_the_book_and_readme_send_readers_only_to_what_they_have():
     assert cited and cited <= keys, f"cited but not in references.bib: {cited - keys}"
     for appendix in ("model", "extensions-model", "spark-model", "bibliography"):
         assert f"book/reference/{appendix}" in (ROOT / "_toc.yml").read_text()
+
+
+@pytest.mark.parametrize("name", sorted(WRITERS - {"intro"}))
+def test_what_we_found_is_computed_from_the_chapters_numbers(name):
+    """Each chapter ends with "What we found", shown from the numbers: its executed output holds exactly
+    results.findings of the chapter's committed claim rows (verdicts and numbers as the claims page has them)."""
+    from barrier_queues.results import findings
+
+    nb = nbformat.read(BOOK / f"{name}.ipynb", as_version=4)
+    assert any(c.cell_type == "markdown" and c.source.lstrip().startswith("## What we found") for c in nb.cells)
+    claims = json.loads((ROOT / "results" / f"claims-{name}.json").read_text())["claims"]
+    expected = findings(claims)
+    shown = [o.data.get("text/markdown", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
+             if o.output_type == "display_data"]
+    assert expected in shown, f"{name}: the What we found section is not the chapter's claims"
+    assert all(c["verdict"] in expected for c in claims)

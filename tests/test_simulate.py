@@ -747,3 +747,20 @@ def test_quantiles_at_any_level_keyed_by_float_with_the_reason_for_a_missing_int
     assert out[0.95]["interval"][0] <= out[0.95]["value"] <= out[0.95]["interval"][1]
     assert out[0.9999]["interval"] is None and "50 are needed" in out[0.9999]["reason"]
     assert out[0.25]["value"] < out[0.95]["value"] < out[0.9999]["value"]
+
+
+@pytest.mark.parametrize("s, k", [(16, 4), (12, 3), (8, 8), (12, 6)])
+def test_a_two_barrier_system_with_k_dividing_s_is_the_mgc_queue_job_by_job(s, k):
+    """Section II-C: a conventional 2-barrier system with k | s is the FIFO M/G/c queue, c = s/k, whose service
+    time is a job's largest task time: the kernel's starts and departures equal the plain M/G/c recursion's on the
+    same draws, bit for bit."""
+    from barrier_queues.inputs import draw_jobs
+    from barrier_queues.reference import mgc_fifo_starts
+    from barrier_queues.runs import run_inputs
+
+    system = bq.at_utilization(S(servers=s, tasks=k, barriers=2), 0.6)
+    inputs = draw_jobs(system, 20_000, np.random.default_rng(s * k))
+    out = run_inputs(system, inputs)
+    service = inputs["times"].reshape(-1, k).max(axis=1)
+    starts = np.array(mgc_fifo_starts(inputs["arrival"], service, s // k))
+    assert np.array_equal(out["start"], starts) and np.array_equal(out["departure"], starts + service)

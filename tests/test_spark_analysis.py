@@ -502,3 +502,30 @@ def test_same_length_sets_a_run_against_simulated_runs_of_its_own_length(run):
         assert row["Spark percentile"] == pytest.approx(np.mean(sims <= row["Spark"]), abs=1e-12)
         assert row["inside"] == bool(row["same-length low"] <= row["Spark"] <= row["same-length high"])
     assert sa.same_length([run], "paper overhead", replications=5).empty     # no iid model for a run with barrier()
+
+
+def test_launch_delays_classify_every_job_and_the_overhead_sources_follow_from_them():
+    """Every measured job of a run is blocked, free or behind; the blocked ones are exactly blocking_overhead's
+    samples; a free job's delay is its launch minus its submission, with k free executors and no job ahead;
+    overhead_sources reports these and the execution interval around the jobs' own mean."""
+    from barrier_queues.eventlog import blocking_overhead, launch_delays
+    from barrier_queues.order_stats import harmonic
+
+    root = Path(__file__).resolve().parents[1]
+    run = sa.load_run(root / "data" / "spark" / "s4-k2-rho0.3")
+    delays = launch_delays(run.log)
+    assert set(delays.kind) <= {"blocked", "free", "behind"} and (delays.delay >= 0).all()
+    blocked = delays[delays.kind == "blocked"].reset_index(drop=True)
+    samples = blocking_overhead(run.log)
+    assert np.array_equal(blocked.job_id, samples.job_id) and np.array_equal(blocked.delay, samples.overhead)
+    free = delays[delays.kind == "free"]
+    assert len(free) and np.allclose(free.delay, free.launch - free.submission)
+    assert (free.ready <= free.submission).all()
+    row = sa.overhead_sources([run]).iloc[0]
+    measured = free[free.job_id.isin(run.jobs.job_id)]
+    assert row["free jobs"] == len(measured) and row["free launch (ms)"] == pytest.approx(
+        1000 * measured.delay.median())
+    lo, hi = row["execution 95% CI"]
+    assert row["execution (s)"] == pytest.approx(run.jobs.execution.mean()) and lo < row["execution (s)"] < hi
+    assert row["model E[X_(k:k)] (s)"] == pytest.approx(run.task_mean * harmonic(2))
+    assert 0 < row["sleep precision (ms)"] < 5 and 0 <= row["non-blocking (ms)"] < 50

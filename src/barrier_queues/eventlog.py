@@ -362,16 +362,20 @@ def parse_event_log(path, key_property: str = "bq.job") -> EventLogTables:
     return EventLogTables(jobs, tasks, app, warnings)
 
 
-def blocking_overhead(tables: EventLogTables, min_gap: float = 0.0) -> pd.DataFrame:
-    """Blocking-overhead samples of barrier jobs that had to queue (Appendix A, section 7).
+def launch_delays(tables: EventLogTables, min_gap: float = 0.0) -> pd.DataFrame:
+    """Every barrier job's launch, classified by what it waited for (seconds).
 
     Jobs are taken in launch order (FIFO, as measured). For job j launched at
     ``L_j`` with k tasks, each executor idle just before ``L_j`` has been idle
     since its last task's finish; ``ready_k`` is the time the k-th of them
-    became free. The job is *blocked* when ``ready_k`` is later than both its
+    became free. ``kind``: ``"blocked"`` when ``ready_k`` is later than both its
     submission and the previous job's launch (it waited for executors, not
-    for its turn); its overhead is ``L_j - ready_k``. Returns one row per
-    blocked job: ``job_id, key, ready, launch, overhead`` (seconds).
+    for its turn; ``delay = L_j - ready_k``, the blocking overhead);
+    ``"free"`` when k executors were free and no job was ahead at its
+    submission (``delay = L_j - submission``: what a job that never queues
+    pays); ``"behind"`` otherwise (it waited for its turn; ``delay = L_j -
+    max(submission, previous launch)``). One row per job: ``job_id, key, kind,
+    submission, ready, launch, delay``.
     """
     jobs = tables.jobs[tables.jobs.barrier & (tables.jobs.tasks > 0)].sort_values("first_launch")
     tasks = tables.tasks
@@ -386,8 +390,22 @@ def blocking_overhead(tables: EventLogTables, min_gap: float = 0.0) -> pd.DataFr
         free = sorted(list(idle_since.to_numpy()) + [-float("inf")] * len(never_used))
         if len(free) >= job.tasks:
             ready = free[job.tasks - 1]
-            if ready > max(job.submission, previous_launch) + min_gap:
-                rows.append({"job_id": job.job_id, "key": job.key, "ready": ready, "launch": launch,
-                             "overhead": launch - ready})
+            turn = max(job.submission, previous_launch)
+            if ready > turn + min_gap:
+                kind, delay = "blocked", launch - ready
+            elif ready <= job.submission and previous_launch <= job.submission:
+                kind, delay = "free", launch - job.submission
+            else:
+                kind, delay = "behind", launch - turn
+            rows.append({"job_id": job.job_id, "key": job.key, "kind": kind, "submission": job.submission,
+                         "ready": ready, "launch": launch, "delay": delay})
         previous_launch = launch
-    return pd.DataFrame(rows, columns=["job_id", "key", "ready", "launch", "overhead"])
+    return pd.DataFrame(rows, columns=["job_id", "key", "kind", "submission", "ready", "launch", "delay"])
+
+
+def blocking_overhead(tables: EventLogTables, min_gap: float = 0.0) -> pd.DataFrame:
+    """Blocking-overhead samples of barrier jobs that had to queue (Appendix A, section 7): the ``"blocked"``
+    jobs of :func:`launch_delays`, one row each: ``job_id, key, ready, launch, overhead`` (seconds)."""
+    d = launch_delays(tables, min_gap)
+    d = d[d.kind == "blocked"].rename(columns={"delay": "overhead"})
+    return d[["job_id", "key", "ready", "launch", "overhead"]].reset_index(drop=True)

@@ -107,18 +107,25 @@ def fig2_stability_vs_parallelism(curve: pd.DataFrame, sim: pd.DataFrame | None 
             _overlay(axes[0], d.tasks / s, d.rho_max, d.rho_max_ci, colors[s], label,
                      "o" if b == 1 else "s")
             _overlay(axes[1], d.tasks, d.rho_max, d.rho_max_ci, colors[s], None, "o" if b == 1 else "s")
-        axes[0].legend(fontsize=8, loc="lower left")
     axes[0].set_xlabel("parallelism ratio k / s")
     axes[1].set_xlabel("tasks per job k")
     axes[1].set_xscale("log", base=2)
     axes[0].set_ylabel(r"max stable utilization $\rho_{\max}$")
     axes[0].set_title("vs k/s: 1-barrier (solid), 2-barrier (dashed)")
     axes[1].set_title("vs k (2-barrier sawtooth where k does not divide s)")
-    axes[1].legend(fontsize=8, ncol=2, loc="lower left")
     for ax in axes:
         ax.set_ylim(0, 1.02)
+    # one legend for both panels, below them: outside the data (the curves fill the lower left)
+    handles = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, h)
+    labels = list(handles)
+    fig.legend([handles[lab] for lab in labels], labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8,
+               frameon=False)
     fig.suptitle("Fig. 2: stability of conventional barrier systems (exponential tasks)")
-    fig.tight_layout()
+    rows = -(-len(labels) // min(4, len(labels)))
+    fig.tight_layout(rect=(0, 0.05 * rows + 0.02, 1, 1))
     return fig
 
 

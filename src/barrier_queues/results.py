@@ -314,6 +314,20 @@ def record_claims(chapter: str, claims: list[dict], folder=DEFAULT_FOLDER, chose
                    "file": path.name})
 
 
+def findings(claims: list[dict]) -> str:
+    """A chapter's checked statements as the Markdown of its "What we found" section: the verdicts counted, then
+    one line per statement with the number reproduced and its verdict (so the summary is computed from the same
+    rows as the claims page, never written by hand)."""
+    counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
+    word = {"agrees": "agree", "differs": "differ", "identity": "identities"}
+    head = ", ".join(f"{n} {word.get(v, v) if n > 1 else v}" for v, n in counts.items() if n)
+    lines = [f"**{len(claims)} statement{'s' if len(claims) != 1 else ''} checked** ({head}):", ""]
+    for c in claims:
+        claim = c["claim"].strip()
+        lines.append(f"* {c['result']}: {claim} — we find {c['reproduced'].strip()} (*{c['verdict']}*).")
+    return "\n".join(lines)
+
+
 def load_claims(folder=DEFAULT_FOLDER) -> pd.DataFrame:
     """All recorded claims: ``chapter, result, claim, test, reproduced, verdict, note``."""
     rows = []
@@ -340,6 +354,5 @@ def load_results(folder=DEFAULT_FOLDER) -> pd.DataFrame:
                                        "files", "chosen", "library"])
 
 
-__all__ = ["DEFAULT_FOLDER", "VERDICTS", "Provenance", "check_parameters", "load_chosen", "load_claims", "load_results",
-           "output_folder", "parameter_list",
-           "record_claims", "save_figure", "save_table", "source"]
+__all__ = ["DEFAULT_FOLDER", "VERDICTS", "Provenance", "check_parameters", "findings", "load_chosen", "load_claims",
+           "load_results", "output_folder", "parameter_list", "record_claims", "save_figure", "save_table", "source"]

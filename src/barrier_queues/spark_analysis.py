@@ -43,10 +43,10 @@ import pandas as pd
 from scipy import stats
 
 from ._validation import ParameterError
-from .eventlog import EventLogError, EventLogTables, blocking_overhead, parse_event_log
+from .eventlog import EventLogError, EventLogTables, blocking_overhead, launch_delays, parse_event_log
 from .load import offered_utilization
 from .overhead import OverheadModel, fit_overhead, ks_test
-from .statistics import batch_means_interval, quantile_interval
+from .statistics import batch_means_interval, quantile_interval, t_interval
 from .system import BarrierSystem
 
 #: Spark's hard-coded polling period of ``BarrierTaskContext.runBarrier`` (seconds).
@@ -321,6 +321,45 @@ def overhead_samples(run: SparkRun) -> pd.DataFrame:
     """Blocking-overhead samples of the run's measured jobs (seconds)."""
     samples = blocking_overhead(run.log)
     return samples[samples.job_id.isin(run.jobs.job_id)].reset_index(drop=True)
+
+
+def overhead_sources(runs: list[SparkRun]) -> pd.DataFrame:
+    """The paper's other sources of overhead (section IV), measured per run of k-task barrier jobs (no phases).
+
+    * ``sleep precision (ms)``: median ``|end - start - sleep|`` of the tasks, the harness's own clock around
+      its sleep ("the execution time of each task can be controlled with precision on the order of 1 ms");
+    * ``non-blocking (ms)``: median of a job's completion minus its last task's finish (what delays a
+      departure without holding executors);
+    * ``free launch (ms)``: median launch delay of the jobs that found k free executors and no job ahead on
+      submission, beside ``blocking overhead (ms)``, the mean of the blocked jobs'
+      (:func:`~barrier_queues.eventlog.launch_delays`): the overhead falls on queued jobs only;
+    * ``execution`` (s): the jobs' mean execution time (last launch to completion) with its 95 % t interval,
+      beside the model's ``E[X_(k:k)] = task_mean H_k`` (the paper's "exactly matched").
+    """
+    from .order_stats import harmonic
+
+    rows = []
+    for run in runs:
+        if run.phases > 1 or run.sync_points or run.saturated:
+            continue
+        measured = set(run.jobs.job_id)
+        t = run.tasks[run.tasks.job_id.isin(measured)]
+        jobs = run.log.jobs[run.log.jobs.job_id.isin(measured)]
+        delays = launch_delays(run.log)
+        delays = delays[delays.job_id.isin(measured)]
+        free, blocked = delays[delays.kind == "free"].delay, delays[delays.kind == "blocked"].delay
+        execution = run.jobs.execution.to_numpy()
+        lo, hi = t_interval(execution)
+        rows.append({"run": run.name, "s": run.executors, "k": run.tasks_per_job, "jobs": len(run.jobs),
+                     "sleep precision (ms)": 1000 * float(np.median(np.abs(t.end - t.start - t.sleep))),
+                     "non-blocking (ms)": 1000 * float(np.median(jobs.completion - jobs.last_finish)),
+                     "free jobs": int(free.size), "free launch (ms)": 1000 * float(np.median(free)) if free.size
+                     else float("nan"),
+                     "blocked jobs": int(blocked.size),
+                     "blocking overhead (ms)": 1000 * float(blocked.mean()) if blocked.size else float("nan"),
+                     "execution (s)": float(execution.mean()), "execution 95% CI": [lo, hi],
+                     "model E[X_(k:k)] (s)": run.task_mean * harmonic(run.tasks_per_job)})
+    return pd.DataFrame(rows)
 
 
 def executor_handoffs(run: SparkRun) -> pd.Series:
