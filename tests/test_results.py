@@ -168,3 +168,31 @@ def test_committed_results_are_written_only_with_the_default_parameters(monkeypa
         output_folder("failures", "../results", servers=17)
     assert output_folder("failures", "../results", servers=16) == "../results"
     assert output_folder("failures", str(tmp_path), servers=17) == str(tmp_path)
+
+
+def test_show_table_cuts_a_long_table_and_says_where_the_whole_one_is(tmp_path, monkeypatch):
+    """A long table shows its first rows and one line with the rest's place: a download link to the committed
+    results/ file with the chapter's default parameters (also when make test redirects the writes), the folder
+    written otherwise; a short table is shown whole, without the line."""
+    from IPython.core.formatters import format_display_data
+
+    from barrier_queues import results
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(format_display_data(obj)[0]))
+    table = pd.DataFrame({"a": range(30), "b": [0.123456] * 30, "c": ["x"] * 30})
+    monkeypatch.delenv(results.RESULTS_ENV, raising=False)
+    results.show_table(table, "t", folder=results.DEFAULT_FOLDER, rows=5, columns=["a", "b"])
+    assert shown[0]["text/plain"].count("\n") == 5 and "0.123" in shown[0]["text/plain"]
+    assert "5 of 30 rows, 2 of 3 columns" in shown[1]["text/markdown"]
+    assert "{download}`results/t.csv <../results/t.csv>`" in shown[1]["text/markdown"]
+    monkeypatch.setenv(results.RESULTS_ENV, str(tmp_path))
+    shown.clear()
+    results.show_table(table, "t", folder=str(tmp_path), rows=5)
+    assert "{download}`results/t.csv" in shown[1]["text/markdown"]
+    shown.clear()
+    results.show_table(table, "t", folder=str(tmp_path / "other"), rows=5)
+    assert str(tmp_path / "other" / "t.csv") in shown[1]["text/markdown"]
+    shown.clear()
+    results.show_table(table.head(6), "t", rows=5)
+    assert len(shown) == 1

@@ -314,6 +314,28 @@ def record_claims(chapter: str, claims: list[dict], folder=DEFAULT_FOLDER, chose
                    "file": path.name})
 
 
+def show_table(table: pd.DataFrame, name: str, folder=DEFAULT_FOLDER, rows: int = 10, columns=None,
+               digits: int = 3) -> None:
+    """Show a long table as a reader meets it: its first ``rows`` rows (and ``columns``), rounded to ``digits``,
+    then one line saying how much is left out and where the whole table is (``name``.csv, written by
+    :func:`save_table`). With the chapter's default parameters that is a download link to the committed
+    ``results/`` file; a rerun with other parameters names the folder it wrote instead."""
+    from IPython.display import Markdown, display
+
+    shown = table if columns is None else table[list(columns)]
+    cut = len(shown) > rows + 2
+    display(shown.head(rows).round(digits) if cut else shown.round(digits))
+    if not cut and columns is None:
+        return
+    parts = [f"{rows} of {len(table)} rows" if cut else f"all {len(table)} rows"]
+    if columns is not None:
+        parts.append(f"{len(shown.columns)} of {len(table.columns)} columns")
+    default = Path(folder).resolve() == Path(os.environ.get(RESULTS_ENV) or DEFAULT_FOLDER).resolve()
+    where = (f"{{download}}`results/{name}.csv <../results/{name}.csv>`" if default
+             else f"`{Path(folder) / (name + '.csv')}`")
+    display(Markdown(f"*Shown: {', '.join(parts)}; the whole table: {where}.*"))
+
+
 def findings(claims: list[dict]) -> str:
     """A chapter's checked statements as the Markdown of its "What we found" section: the verdicts counted, then
     one line per statement with the number reproduced and its verdict (so the summary is computed from the same
@@ -355,4 +377,5 @@ def load_results(folder=DEFAULT_FOLDER) -> pd.DataFrame:
 
 
 __all__ = ["DEFAULT_FOLDER", "VERDICTS", "Provenance", "check_parameters", "findings", "load_chosen", "load_claims",
-           "load_results", "output_folder", "parameter_list", "record_claims", "save_figure", "save_table", "source"]
+           "load_results", "output_folder", "parameter_list", "record_claims", "save_figure", "save_table",
+           "show_table", "source"]
