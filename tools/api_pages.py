@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import pkgutil
 import sys
 from pathlib import Path
@@ -53,12 +54,29 @@ def summary(name: str) -> str:
     return " ".join(first.split())
 
 
+def borrowed(name: str) -> list[str]:
+    """Public names a module re-exports from another module of the package: documented on that module's page
+    only (Sphinx refuses two targets for one cross-reference)."""
+    module = importlib.import_module(f"barrier_queues.{name}")
+    out = []
+    for member in getattr(module, "__all__", []):
+        obj = getattr(module, member, None)
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)):       # data (an instance) belongs where it is
+            continue
+        home = getattr(obj, "__module__", None) or ""
+        if home.startswith("barrier_queues.") and home != module.__name__:
+            out.append(member)
+    return sorted(out)
+
+
 def page(name: str) -> str:
+    exclude = borrowed(name)
     return (f"# `barrier_queues.{name}`\n\n"
             "```{eval-rst}\n"
             f".. automodule:: barrier_queues.{name}\n"
             "   :members:\n"
-            "```\n")
+            + (f"   :exclude-members: {', '.join(exclude)}\n" if exclude else "")
+            + "```\n")
 
 
 def index() -> str:

@@ -11,7 +11,7 @@ normalised (a published 29-class mix rounded to six digits sums to
 ``barrier_fraction`` are the special cases of one law with barrier jobs, and
 of two classes with one k.
 
-Files (``--workload FILE``, :func:`read_workload`): JSON
+Files (``--workload FILE``, :func:`read_workload`): JSON ::
 
     {"classes": [{"share": 0.9, "tasks": 1, "barrier": false, "task_dist": "exponential:rate=1"},
                  {"share": 0.1, "tasks": 32, "shared": true, "task_dist": "exponential:rate=1"}],
