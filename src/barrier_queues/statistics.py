@@ -515,6 +515,12 @@ class RunAccumulator:
         self.class_tail = ([{m: LogHistogram(floor, alpha) for m in METRICS} for _ in range(self.classes)]
                            if self.classes > 1 else None)
 
+    def _histograms(self, sg: int, c: int | None = None) -> dict:
+        """The histograms of segment ``sg`` (of class ``c``): its own while it is kept, else the tail's."""
+        if c is None:
+            return self.hist[sg] if sg < self.kept else self.tail
+        return self.class_hist[c][sg] if sg < self.kept else self.class_tail[c]
+
     def _add_classes(self, seg: np.ndarray, cuts: np.ndarray, cls: np.ndarray, values: dict, bins: dict) -> None:
         """One chunk's jobs by class: sums per segment and class (the same masked sums as job by job, bit for
         bit), and histogram counts per (class, segment) from one bincount per metric."""
@@ -532,8 +538,7 @@ class RunAccumulator:
         for m in METRICS:
             for g, lo, counts in grouped_bin_counts(groups, self.classes * nseg, bins[m]):
                 c, sg = divmod(g, nseg)
-                sg += s0
-                (self.class_hist[c][sg] if sg < self.kept else self.class_tail[c])[m]._add_counts(lo, counts)
+                self._histograms(s0 + sg, c)[m]._add_counts(lo, counts)
 
     def add(self, arrival, start, departure, work, useful, completed, held=None, classes=None) -> None:
         """Add one chunk of jobs (arrays of equal length, in job order; ``classes``: each job's class index
@@ -576,8 +581,7 @@ class RunAccumulator:
         s0 = int(seg[0])
         for name in METRICS:
             for g, first, counts in grouped_bin_counts(seg - s0, int(seg[-1]) - s0 + 1, bins[name]):
-                sg = s0 + g
-                (self.hist[sg] if sg < self.kept else self.tail)[name]._add_counts(first, counts)
+                self._histograms(s0 + g)[name]._add_counts(first, counts)
         if self.class_sums is not None:
             self._add_classes(seg, cuts, np.asarray(classes)[sl], values, bins)
         self.last_arrival, self.last_start = arrival[-1], start[-1]
