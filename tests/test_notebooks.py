@@ -139,6 +139,17 @@ def test_committed_results_match_the_notebooks():
         assert claims and all(set(c) >= {"result", "claim", "test", "reproduced", "verdict", "note"} for c in claims)
 
 
+def test_the_committed_claims_page_lists_every_results_file():
+    """The claims page was executed after the last chapter wrote its results (nbval would find it stale)."""
+    notebook = nbformat.read(BOOK / "claims.ipynb", as_version=4)
+    shown = " ".join(str(output.get("data", {}).get("text/html", "")) for cell in notebook.cells
+                     if cell.cell_type == "code" for output in cell.get("outputs", []))
+    provenance = [p for p in (ROOT / "results").glob("*.json") if not p.stem.startswith("claims-")]
+    listed = re.findall(r"<p>(\d+) rows × 9 columns</p>", shown)
+    assert listed == [str(len(provenance))], \
+        f"re-execute book/claims.ipynb: it lists {listed} results files, results/ has {len(provenance)}"
+
+
 def test_the_claims_page_lists_every_checkable_statement():
     """At least 22 statements of the paper, each with a test, a number and a verdict; identities are marked."""
     from barrier_queues.results import VERDICTS, load_claims
