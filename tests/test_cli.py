@@ -534,6 +534,47 @@ def test_every_command_shown_in_the_docs_runs(name, command, tmp_path):
         json.loads(r.stdout)
 
 
+#: a printed spark-bench command runs here with this many measured jobs and one warm-up job: Spark's start-up
+#: (about a minute here) is the cost, not the jobs
+SPARK_SHORT_JOBS = 3
+
+
+def _spark_bench_commands() -> list[tuple[str, str]]:
+    """The printed spark-bench commands, each once: two printed with only another --out are one run."""
+    import shlex
+
+    unique = {}
+    for name, command in _documented_commands():
+        if command.startswith("spark-bench"):
+            argv = shlex.split(command)
+            key = tuple(a for i, a in enumerate(argv) if a != "--out" and (i == 0 or argv[i - 1] != "--out"))
+            unique.setdefault(key, (name, command))
+    return list(unique.values())
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.parametrize("name,command", _spark_bench_commands(), ids=lambda v: v if len(v) < 40 else v[:40])
+def test_every_spark_bench_command_shown_in_the_docs_runs(name, command, tmp_path):
+    """Each printed spark-bench command runs as printed on a real Spark (local-cluster) and completes its run
+    folder (and its archive when it asks for one): a short variant of 3 measured jobs after 1 warm-up job."""
+    from barrier_queues.spark_analysis import load_run
+
+    root = Path(__file__).resolve().parents[1]
+    argv = _short_variant(command, tmp_path)
+    argv = [str(min(int(a), SPARK_SHORT_JOBS)) if i and argv[i - 1] == "--jobs" else a for i, a in enumerate(argv)]
+    r = subprocess.run([*CLI, *argv, "--warmup-jobs", "1", "--time-limit", "500", "--json"], capture_output=True,
+                       text=True, timeout=900, cwd=root)
+    assert r.returncode == 0, f"{name}: barrier-queues {command}\n{r.stderr[-2000:]}"
+    assert "Traceback" not in r.stderr
+    meta = json.loads(r.stdout)
+    assert meta["status"] == "complete" and meta["submitted"] == SPARK_SHORT_JOBS
+    run = load_run(meta["archive"] if "--archive" in argv else argv[argv.index("--out") + 1])
+    assert (run.jobs.waiting >= 0).all()
+    if "--failure-rate" not in argv:      # with injected failures a job may be aborted
+        assert len(run.jobs) == SPARK_SHORT_JOBS
+
+
 def test_an_output_is_never_one_of_the_inputs_even_with_force(tmp_path):
     times = tmp_path / "times.txt"
     times.write_text("1.0\n2.0\n0.5\n")

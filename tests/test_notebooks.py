@@ -139,6 +139,14 @@ def test_committed_results_match_the_notebooks():
         assert claims and all(set(c) >= {"result", "claim", "test", "reproduced", "verdict", "note"} for c in claims)
 
 
+def test_the_readme_and_the_intro_list_every_chapter():
+    """The README's book table and the intro's chapter table name every chapter (two were once missing)."""
+    readme = (ROOT / "README.md").read_text()
+    intro = (BOOK / "intro.md").read_text()
+    assert [n for n in NAMES if f"| `book/{n}` |" not in readme] == []
+    assert [n for n in NAMES if n != "intro" and f"]({n}.ipynb) |" not in intro] == []
+
+
 def test_the_committed_claims_page_lists_every_results_file():
     """The claims page was executed after the last chapter wrote its results (nbval would find it stale)."""
     notebook = nbformat.read(BOOK / "claims.ipynb", as_version=4)

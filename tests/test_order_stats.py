@@ -1,5 +1,6 @@
 """Order statistics: Renyi closed forms against independent numerical integration."""
 
+import itertools
 import math
 
 import numpy as np
@@ -70,6 +71,37 @@ def test_quadrature_matches_scipy_frozen_law_and_hyperexponential_mixture():
     e_min = integrate.quad(lambda t: float(law.sf(t)) ** 2, 0, np.inf)[0]
     assert bq.order_stat_mean(law, 2, 2) == pytest.approx(2 * law.mean() - e_min, rel=1e-9)
     assert bq.order_stat_mean(law, 1, 2) == pytest.approx(e_min, rel=1e-9)
+
+
+@pytest.mark.parametrize("p,rate1,rate2", [(0.9, 2.0, 0.2), (0.5, 1.0, 0.2), (0.99, 1.0, 0.001), (0.3, 2.0, 5.0)])
+@pytest.mark.parametrize("n", [1, 2, 5, 12, 40])
+def test_two_phase_hyperexponential_order_statistics_are_exact(p, rate1, rate2, n):
+    """The recursion over finishes (no integral) against quadrature of P[Bin(n, F(t)) < j], an independent
+    computation, and the identity sum_j E[X_(j:n)] = n E[X]."""
+    from barrier_queues.order_stats import hyperexp2_order_stat_mean
+
+    law = bq.HyperExponential.bimodal(p, rate1, rate2)
+    exact = [hyperexp2_order_stat_mean(j, n, p, rate1, rate2) for j in range(1, n + 1)]
+    for j in sorted({1, max(1, n // 2), n}):
+        assert exact[j - 1] == pytest.approx(bq.order_stat_mean(law, j, n, method="quad"), rel=1e-9)
+        assert bq.order_stat_mean(law, j, n) == exact[j - 1]          # the law's closed form is used
+    assert sum(exact) == pytest.approx(n * law.mean(), rel=1e-12)
+    assert all(a < b for a, b in itertools.pairwise(exact))
+
+
+def test_two_phase_hyperexponential_degenerate_and_large_cases():
+    from barrier_queues.order_stats import HYPEREXP_EXACT_MAX_N, hyperexp2_order_stat_mean
+
+    assert hyperexp2_order_stat_mean(3, 7, 1.0, 2.0, 9.0) == bq.exp_order_stat_mean(3, 7, 2.0)
+    assert hyperexp2_order_stat_mean(3, 7, 0.0, 2.0, 9.0) == bq.exp_order_stat_mean(3, 7, 9.0)
+    assert hyperexp2_order_stat_mean(3, 7, 0.4, 2.0, 2.0) == bq.exp_order_stat_mean(3, 7, 2.0)
+    law = bq.HyperExponential.bimodal(0.95, 1.0, 0.01)
+    assert law.order_stat_mean(200, 200) == pytest.approx(bq.order_stat_mean(law, 200, 200, method="quad"),
+                                                          rel=1e-10)
+    assert law.order_stat_mean(2, HYPEREXP_EXACT_MAX_N + 1) is None       # beyond: quadrature
+    assert bq.HyperExponential([0.2, 0.3, 0.5], [1.0, 2.0, 3.0]).order_stat_mean(2, 4) is None
+    with pytest.raises(bq.ParameterError, match="p"):
+        hyperexp2_order_stat_mean(1, 2, 1.5, 1.0, 2.0)
 
 
 def test_deterministic_and_empirical_order_statistics():

@@ -93,6 +93,16 @@ def test_a_figure_and_a_table_cannot_share_a_name(tmp_path):
         save_table(pd.DataFrame({"a": [1]}), "other", chapter="c", function="f", parameters={}, folder=tmp_path)
 
 
+def test_two_tables_of_one_run_cannot_share_a_name(tmp_path):
+    """A later table under an earlier one's name would replace its files unseen: refused; the same table written
+    again (a cell re-run) is not."""
+    save_table(pd.DataFrame({"a": [1]}), "runs", chapter="c", function="first", parameters={}, folder=tmp_path)
+    save_table(pd.DataFrame({"a": [1]}), "runs", chapter="c", function="first", parameters={}, folder=tmp_path)
+    with pytest.raises(ParameterError, match="already wrote runs.json for 'first'"):
+        save_table(pd.DataFrame({"b": [2]}), "runs", chapter="c", function="second", parameters={}, folder=tmp_path)
+    assert pd.read_csv(tmp_path / "runs.csv").columns.tolist() == ["a"]
+
+
 def test_claims_round_trip_and_bad_input(tmp_path):
     shown = record_claims("stability", [{"result": "Table I", "claim": "c", "test": "t", "reproduced": "r",
                                          "verdict": "agrees"}], folder=tmp_path)
@@ -196,3 +206,6 @@ def test_show_table_cuts_a_long_table_and_says_where_the_whole_one_is(tmp_path, 
     shown.clear()
     results.show_table(table.head(6), "t", rows=5)
     assert len(shown) == 1
+    shown.clear()
+    results.show_table(table.head(3), "t", folder=str(tmp_path), rows=5, whole=table)
+    assert "all 3 rows of a summary; the whole table (30 rows, 3 columns)" in shown[1]["text/markdown"]

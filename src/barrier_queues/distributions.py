@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ._validation import ParameterError, check_int, check_positive, check_probability
-from .order_stats import exp_order_stat_mean
+from .order_stats import HYPEREXP_EXACT_MAX_N, exp_order_stat_mean, hyperexp2_order_stat_mean
 
 
 class TaskDistribution(abc.ABC):
@@ -154,6 +154,15 @@ class HyperExponential(TaskDistribution):
 
     def describe(self):
         return {"law": self.name, "probs": self.probs.tolist(), "rates": self.rates.tolist()}
+
+    def order_stat_mean(self, j, n):
+        """Exact for one or two phases (:func:`~barrier_queues.order_stats.hyperexp2_order_stat_mean`, n up to
+        1,024); ``None`` otherwise, and :func:`~barrier_queues.order_stats.order_stat_mean` integrates."""
+        if self.rates.size > 2 or n > HYPEREXP_EXACT_MAX_N:
+            return None
+        if self.rates.size == 1:
+            return exp_order_stat_mean(j, n, float(self.rates[0]))
+        return hyperexp2_order_stat_mean(j, n, float(self.probs[0]), float(self.rates[0]), float(self.rates[1]))
 
 
 class Erlang(TaskDistribution):

@@ -115,18 +115,32 @@ def fig2_stability_vs_parallelism(curve: pd.DataFrame, sim: pd.DataFrame | None 
     axes[1].set_title("vs k (2-barrier sawtooth where k does not divide s)")
     for ax in axes:
         ax.set_ylim(0, 1.02)
-    # one legend for both panels, below them: outside the data (the curves fill the lower left)
+    fig.suptitle("Fig. 2: stability of conventional barrier systems (exponential tasks)")
+    _legend_below(fig, axes)   # outside the data (the curves fill the lower left)
+    return fig
+
+
+def _legend_below(fig, axes, title_rows: int = 1) -> None:
+    """One legend for all panels, below them (outside the data), then a tight layout that leaves it room.
+
+    Labels shared by several panels appear once; the room is measured in inches (0.22 in per legend row), so
+    tall stacked figures do not lose a fixed fraction of their height."""
     handles = {}
-    for ax in axes:
+    for ax in np.atleast_1d(axes).ravel():
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(lab, h)
     labels = list(handles)
-    fig.legend([handles[lab] for lab in labels], labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8,
-               frameon=False)
-    fig.suptitle("Fig. 2: stability of conventional barrier systems (exponential tasks)")
-    rows = -(-len(labels) // min(4, len(labels)))
-    fig.tight_layout(rect=(0, 0.05 * rows + 0.02, 1, 1))
-    return fig
+    ncol = min(4, len(labels)) or 1
+    fig.legend([handles[lab] for lab in labels], labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    rows = -(-len(labels) // ncol)
+    fig.tight_layout(rect=(0, (0.22 * rows + 0.1) / fig.get_figheight(), 1, 1))
+
+
+def _stacked(panels: int, width: float = 7.5, height: float = 3.2, columns: int = 1, **kwargs):
+    """``panels`` rows of ``columns`` panels each, sized for a book page (about 7.5 in wide): three or more
+    panels side by side would shrink below readable text."""
+    fig, axes = plt.subplots(panels, columns, figsize=(width, height * panels + 0.9), squeeze=False, **kwargs)
+    return fig, axes if columns > 1 else axes[:, 0]
 
 
 def _skl_panel(ax, curve: pd.DataFrame, conventional: float, title: str, conventional_label: str,
@@ -494,9 +508,9 @@ def fig_partial_frontier(table: pd.DataFrame, servers: int, tasks: int) -> plt.F
     ``table`` has columns ``law, kind`` (fixed, knee, timeout), ``policy``, ``E[L] completed`` and ``rho_useful``.
     """
     laws = list(dict.fromkeys(table.law))
-    fig, axes = plt.subplots(1, len(laws), figsize=(5.2 * len(laws), 4.4), sharey=False)
+    fig, axes = _stacked(len(laws))
     palette = sns.color_palette()
-    for ax, law in zip(np.atleast_1d(axes), laws, strict=True):
+    for ax, law in zip(axes, laws, strict=True):
         d = table[table.law == law]
         fixed = d[d.kind == "fixed"].sort_values("E[L] completed")
         ax.plot(fixed["E[L] completed"], fixed.rho_useful, "o-", color=palette[0], ms=4, label="fixed l = 1..k")
@@ -504,12 +518,11 @@ def fig_partial_frontier(table: pd.DataFrame, servers: int, tasks: int) -> plt.F
         ax.plot(t["E[L] completed"], t.rho_useful, "^", color=palette[2], ms=7, label="timeout T")
         knee = d[d.kind == "knee"]
         ax.plot(knee["E[L] completed"], knee.rho_useful, "*", color=palette[3], ms=16, label="knee detector")
-        ax.set_xlabel("tasks completed per job E[L]")
+        ax.set_ylabel("max stable useful\nutilization (2-barrier)")
         ax.set_title(law, fontsize=10)
-    np.atleast_1d(axes)[0].set_ylabel("2-barrier max stable useful utilization")
-    np.atleast_1d(axes)[0].legend(fontsize=8)
-    fig.suptitle(f"Partial barriers on s = {servers} workers, k = {tasks}: useful work against completed tasks")
-    fig.tight_layout()
+    axes[-1].set_xlabel("tasks completed per job E[L]")
+    fig.suptitle(f"Partial barriers on s = {servers} workers, k = {tasks}:\nuseful work against completed tasks")
+    _legend_below(fig, axes)
     return fig
 
 
@@ -517,10 +530,10 @@ def fig_sampling_stability(table: pd.DataFrame) -> plt.Figure:
     """Batch sampling: max stable utilization against k/s, one panel per s, one line per probe ratio d,
     with the central queue's exact limit (eq. 5) for comparison."""
     servers = sorted(table.servers.unique())
-    fig, axes = plt.subplots(1, len(servers), figsize=(4.6 * len(servers), 4.2), sharey=True)
+    fig, axes = _stacked(len(servers), sharex=True, sharey=True)
     ds = sorted(table.d.unique())
     palette = dict(zip(ds, sns.color_palette("viridis", n_colors=len(ds)), strict=True))
-    for ax, s in zip(np.atleast_1d(axes), servers, strict=True):
+    for ax, s in zip(axes, servers, strict=True):
         d_s = table[table.servers == s].sort_values("tasks")
         first = d_s[d_s.d == ds[0]]
         ax.plot(first["k/s"], first["rho_max central"], "k-", lw=2, label="central FIFO queue (exact)")
@@ -528,20 +541,19 @@ def fig_sampling_stability(table: pd.DataFrame) -> plt.Figure:
             dd = d_s[d_s.d == d]
             ax.plot(dd["k/s"], dd["rho_max sampling"], "o--", color=palette[d], ms=5, label=f"batch sampling d = {d:g}")
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("k / s")
+        ax.set_ylabel("max stable utilization")
         ax.set_title(f"s = {s}", fontsize=10)
-    np.atleast_1d(axes)[0].set_ylabel("max stable utilization")
-    np.atleast_1d(axes)[0].legend(fontsize=8)
-    fig.suptitle("Barrier jobs without a central queue: the stability limit of batch sampling")
-    fig.tight_layout()
+    axes[-1].set_xlabel("k / s")
+    fig.suptitle("Barrier jobs without a central queue:\nthe stability limit of batch sampling")
+    _legend_below(fig, axes)
     return fig
 
 
 def fig_sampling_sojourn(table: pd.DataFrame, utilization: float) -> plt.Figure:
     """Batch sampling: 0.99 sojourn quantile and held share against k, per s, central queue for comparison."""
     servers = sorted(table.servers.unique())
-    fig, axes = plt.subplots(2, len(servers), figsize=(4.6 * len(servers), 7.2), sharex="col")
-    axes = np.atleast_2d(axes).reshape(2, len(servers))
+    fig, axes = _stacked(len(servers), width=9.0, height=3.0, columns=2, sharex="row")
+    axes = axes.T            # axes[0, j]: the quantile of s = servers[j]; axes[1, j]: its held share
     placements = list(dict.fromkeys(table.placement))
     palette = dict(zip(placements, ["black"] + sns.color_palette("viridis", n_colors=len(placements) - 1),
                        strict=True))
@@ -553,15 +565,18 @@ def fig_sampling_sojourn(table: pd.DataFrame, utilization: float) -> plt.Figure:
             axes[0, j].plot(d.tasks, d["sojourn q0.99"], style, color=palette[p], ms=5, label=p)
             if p != "central":
                 axes[1, j].plot(d.tasks, d["held share"], style, color=palette[p], ms=5, label=p)
-        axes[0, j].set_yscale("log")
-        axes[0, j].set_title(f"s = {s}, rho = {utilization}", fontsize=10)
-        axes[1, j].set_xlabel("tasks per job k")
-        axes[1, j].set_xscale("log", base=2)
-    axes[0, 0].set_ylabel("sojourn time, 0.99 quantile")
-    axes[1, 0].set_ylabel("share of capacity held idle")
-    axes[0, 0].legend(fontsize=8)
+        _log_y(axes[0, j])
+        axes[0, j].set_title(f"s = {s}, rho = {utilization}: sojourn", fontsize=10)
+        axes[1, j].set_title(f"s = {s}, rho = {utilization}: held capacity", fontsize=10)
+        axes[0, j].set_ylabel("sojourn time, 0.99 quantile")
+        axes[1, j].set_ylabel("share of capacity held idle")
+        for ax in axes[:, j]:
+            ax.set_xscale("log", base=2)
+            ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    for ax in axes[:, -1]:
+        ax.set_xlabel("tasks per job k")
     fig.suptitle("Barrier jobs without a central queue: sojourn times and held capacity at equal load")
-    fig.tight_layout()
+    _legend_below(fig, axes)
     return fig
 
 

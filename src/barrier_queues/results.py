@@ -234,6 +234,21 @@ def _check_kind(folder: Path, name: str, kind: str) -> None:
                                  f"give the {kind} a different name")
 
 
+#: every figure or table written by this process: its provenance file -> the function that produced it
+_WRITTEN: dict[Path, str] = {}
+
+
+def _claim_name(folder: Path, name: str, function: str) -> None:
+    """Refuse a name that another output of this run already wrote (a later table would replace an earlier
+    one's files silently); the same output written again, e.g. a cell re-run, is allowed."""
+    path = (folder / f"{name}.json").resolve()
+    earlier = _WRITTEN.get(path)
+    if earlier is not None and earlier != function:
+        raise ParameterError(f"name {name!r}: this run already wrote {path.name} for {earlier!r}; "
+                             f"give the output of {function!r} a different name")
+    _WRITTEN[path] = function
+
+
 def save_figure(fig, name: str, *, chapter: str, function: str, parameters: dict, seed=None,
                 simulation: dict | None = None, folder=DEFAULT_FOLDER, chosen: str | None = None) -> Provenance:
     """Write ``<name>.png`` (150 dpi), ``<name>.pdf`` and ``<name>.json`` (provenance) into ``folder``.
@@ -243,6 +258,7 @@ def save_figure(fig, name: str, *, chapter: str, function: str, parameters: dict
     _check_name(name)
     out = Path(folder)
     _check_kind(out, name, "figure")
+    _claim_name(out, name, function)
     out.mkdir(parents=True, exist_ok=True)
     fig.savefig(out / f"{name}.png", dpi=150, bbox_inches="tight")
     fig.savefig(out / f"{name}.pdf", bbox_inches="tight", metadata={"CreationDate": None, "ModDate": None})
@@ -265,6 +281,7 @@ def save_table(table: pd.DataFrame, name: str, *, chapter: str, function: str, p
         raise ParameterError(f"table must be a pandas DataFrame (got {type(table).__name__})")
     out = Path(folder)
     _check_kind(out, name, "table")
+    _claim_name(out, name, function)
     out.mkdir(parents=True, exist_ok=True)
     flat = table.copy()
     for c in flat.columns:
@@ -315,17 +332,20 @@ def record_claims(chapter: str, claims: list[dict], folder=DEFAULT_FOLDER, chose
 
 
 def show_table(table: pd.DataFrame, name: str, folder=DEFAULT_FOLDER, rows: int = 10, columns=None,
-               digits: int = 3) -> None:
+               digits: int = 3, whole: pd.DataFrame | None = None) -> None:
     """Show a long table as a reader meets it: its first ``rows`` rows (and ``columns``), rounded to ``digits``,
     then one line saying how much is left out and where the whole table is (``name``.csv, written by
     :func:`save_table`). With the chapter's default parameters that is a download link to the committed
-    ``results/`` file; a rerun with other parameters names the folder it wrote instead."""
+    ``results/`` file; a rerun with other parameters names the folder it wrote instead.
+
+    ``whole``: the table written as ``name``.csv when ``table`` is a summary of it (a pivot, a selection);
+    the line then gives the whole table's size."""
     from IPython.display import Markdown, display
 
     shown = table if columns is None else table[list(columns)]
     cut = len(shown) > rows + 2
     display(shown.head(rows).round(digits) if cut else shown.round(digits))
-    if not cut and columns is None:
+    if not cut and columns is None and whole is None:
         return
     parts = [f"{rows} of {len(table)} rows" if cut else f"all {len(table)} rows"]
     if columns is not None:
@@ -333,7 +353,11 @@ def show_table(table: pd.DataFrame, name: str, folder=DEFAULT_FOLDER, rows: int 
     default = Path(folder).resolve() == Path(os.environ.get(RESULTS_ENV) or DEFAULT_FOLDER).resolve()
     where = (f"{{download}}`results/{name}.csv <../results/{name}.csv>`" if default
              else f"`{Path(folder) / (name + '.csv')}`")
-    display(Markdown(f"*Shown: {', '.join(parts)}; the whole table: {where}.*"))
+    if whole is None:
+        display(Markdown(f"*Shown: {', '.join(parts)}; the whole table: {where}.*"))
+    else:
+        display(Markdown(f"*Shown: {', '.join(parts)} of a summary; the whole table "
+                         f"({len(whole)} rows, {len(whole.columns)} columns): {where}.*"))
 
 
 def findings(claims: list[dict]) -> str:
