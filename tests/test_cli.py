@@ -540,16 +540,28 @@ SPARK_SHORT_JOBS = 3
 
 
 def _spark_bench_commands() -> list[tuple[str, str]]:
-    """The printed spark-bench commands, each once: two printed with only another --out are one run."""
+    """The printed spark-bench commands, each once: a command whose options (but --out) all appear, with the same
+    values, in another printed command is run as part of that one (e.g. the same run printed with and without
+    --seed and --archive); each costs a Spark start-up of a minute or two here."""
     import shlex
 
-    unique = {}
-    for name, command in _documented_commands():
-        if command.startswith("spark-bench"):
-            argv = shlex.split(command)
-            key = tuple(a for i, a in enumerate(argv) if a != "--out" and (i == 0 or argv[i - 1] != "--out"))
-            unique.setdefault(key, (name, command))
-    return list(unique.values())
+    def options(command):
+        argv = shlex.split(command)[1:]
+        pairs, i = set(), 0
+        while i < len(argv):
+            value = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("-") else None
+            if argv[i] != "--out":
+                pairs.add((argv[i], value))
+            i += 2 if value is not None else 1
+        return frozenset(pairs)
+
+    printed = [(name, command, options(command)) for name, command in _documented_commands()
+               if command.startswith("spark-bench")]
+    kept = {}
+    for name, command, opts in printed:
+        if not any(opts < other for _, _, other in printed):
+            kept.setdefault(opts, (name, command))
+    return list(kept.values())
 
 
 @pytest.mark.slow

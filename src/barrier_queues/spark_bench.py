@@ -349,6 +349,10 @@ def _start_session(config: SparkBenchConfig, run_dir: Path, t_begin: float):
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ParameterError(f"Spark must start on {config.spark_master}: {first}") from None
     sc = spark.sparkContext
+    if config.failure_rate is not None:
+        # every injected failure is recorded by the harness and the event log; at Spark's default level (WARN)
+        # the driver would also print each one's Python traceback, which reads like a crash of the run
+        sc.setLogLevel("ERROR")
     deadline = time.time() + config.registration_timeout
     while sc._jsc.sc().getExecutorIds().size() < config.executors:
         if time.time() > deadline:
@@ -503,6 +507,7 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
         arrivals.close()
         tasks.close()
         if spark is not None:
+            _wait_for_running_tasks(spark.sparkContext)
             spark.stop()
             _shutdown_gateway()
         for k, v in old_env.items():
@@ -517,6 +522,24 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
 
     record_serving_check(run_dir)
     return run_dir
+
+
+def _wait_for_running_tasks(sc, timeout: float = 60.0) -> None:
+    """Wait until no executor runs a task (at most ``timeout`` seconds), then let the listener bus write.
+
+    A barrier job aborted at a failure returns to the driver while the scheduler is still killing its other
+    tasks; stopping Spark then would cut the event log before their ends, and the run could not be read."""
+    try:
+        tracker = sc._jsc.sc().statusTracker()
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            infos = tracker.getExecutorInfos()
+            if sum(infos[i].numRunningTasks() for i in range(len(infos))) == 0:
+                break
+            time.sleep(0.2)
+        time.sleep(1.0)             # the task-end events are posted to the event log asynchronously
+    except Exception:               # a context that is already gone has nothing left to wait for
+        return
 
 
 def _shutdown_gateway() -> None:
