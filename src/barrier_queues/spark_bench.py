@@ -507,9 +507,7 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
         arrivals.close()
         tasks.close()
         if spark is not None:
-            _wait_for_running_tasks(spark.sparkContext)
-            spark.stop()
-            _shutdown_gateway()
+            _stop(spark)
         for k, v in old_env.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -522,6 +520,13 @@ def run_spark_bench(config: SparkBenchConfig, out_dir, progress: bool = True) ->
 
     record_serving_check(run_dir)
     return run_dir
+
+
+def _stop(spark) -> None:
+    """Stop the session once every task has ended, then the driver JVM."""
+    _wait_for_running_tasks(spark.sparkContext)
+    spark.stop()
+    _shutdown_gateway()
 
 
 def _wait_for_running_tasks(sc, timeout: float = 60.0) -> None:
