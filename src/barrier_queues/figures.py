@@ -120,7 +120,7 @@ def fig2_stability_vs_parallelism(curve: pd.DataFrame, sim: pd.DataFrame | None 
     return fig
 
 
-def _legend_below(fig, axes, title_rows: int = 1) -> None:
+def _legend_below(fig, axes) -> None:
     """One legend for all panels, below them (outside the data), then a tight layout that leaves it room.
 
     Labels shared by several panels appear once; the room is measured in inches (0.22 in per legend row), so
