@@ -191,8 +191,9 @@ def test_mixed_workload_configs_draw_each_jobs_kind_from_their_own_stream():
 def test_a_real_standalone_cluster_runs_a_sweep_and_a_benchmark_and_is_torn_down(tmp_path):
     """A Spark standalone cluster from the installed pyspark (a master and 2 workers of 1 core, bound to
     127.0.0.1, work and logs under tmp_path): ``sweep --backend spark --master spark://...`` gives the local
-    table byte for byte, and a short ``spark-bench --master spark://...`` run completes on its 2 executors.
-    Stopping it ends every process the cluster started (daemons, executors, Python workers), checked by PID."""
+    table byte for byte (and again when a rerun adds a replication), and a short
+    ``spark-bench --master spark://...`` run completes on its 2 executors. Stopping it ends every process the
+    cluster started (daemons, executors, Python workers), checked by PID."""
     import threading
 
     import pandas as pd
@@ -221,6 +222,12 @@ def test_a_real_standalone_cluster_runs_a_sweep_and_a_benchmark_and_is_torn_down
                                    capture_output=True, text=True, timeout=600)
             assert spark.returncode == 0, spark.stderr[-3000:]
             assert "FutureWarning" not in spark.stderr                  # pyspark's pandas notice is silenced
+            spark2 = (tmp_path / "spark" / "results.csv").read_bytes()
+            grown = subprocess.run(cli + ["sweep", *grid[:-3], "3", *grid[-2:], "--backend", "spark", "--master",
+                                          cluster.master, "--out", str(tmp_path / "spark"), "--json"],
+                                   capture_output=True, text=True, timeout=600)
+            assert grown.returncode == 0, grown.stderr[-3000:]
+            spark3 = (tmp_path / "spark" / "results.csv").read_bytes()
             bench = subprocess.run(cli + ["spark-bench", "--master", cluster.master, "--executors", "2", "--tasks",
                                           "2", "--arrival-rate", "0.8", "--jobs", "4", "--warmup-jobs", "1",
                                           "--task-mean", "0.5", "--seed", "3", "--time-limit", "300",
@@ -233,7 +240,11 @@ def test_a_real_standalone_cluster_runs_a_sweep_and_a_benchmark_and_is_torn_down
     local = subprocess.run(cli + ["sweep", *grid, "--out", str(tmp_path / "local"), "--json"],
                            capture_output=True, text=True, timeout=600)
     assert local.returncode == 0, local.stderr[-3000:]
-    assert (tmp_path / "spark" / "results.csv").read_bytes() == (tmp_path / "local" / "results.csv").read_bytes()
+    assert spark2 == (tmp_path / "local" / "results.csv").read_bytes()
+    local3 = subprocess.run(cli + ["sweep", *grid[:-3], "3", *grid[-2:], "--out", str(tmp_path / "local"), "--json"],
+                            capture_output=True, text=True, timeout=600)
+    assert local3.returncode == 0, local3.stderr[-3000:]
+    assert spark3 == (tmp_path / "local" / "results.csv").read_bytes()         # 2 replications grown to 3
     assert len(pd.read_csv(tmp_path / "local" / "results.csv")) == 4
     meta = json.loads(bench.stdout)
     assert meta["status"] == "complete" and meta["submitted"] == 4 and meta["master"] == cluster.master

@@ -42,6 +42,13 @@ def test_local_and_spark_backends_give_identical_tables(tmp_path):
     spark = sweep(GRID, tmp_path / "spark", jobs=2000, replications=2, seed=9, backend="spark", master="local[2]")
     pd.testing.assert_frame_equal(local, spark)
     assert (tmp_path / "spark" / "results.csv").read_bytes() == (tmp_path / "local" / "results.csv").read_bytes()
+    # more replications: Spark's executors get the stored replications from the driver and add the new ones
+    local = sweep(GRID, tmp_path / "local", jobs=2000, replications=3, seed=9, backend="local")
+    spark = sweep(GRID, tmp_path / "spark", jobs=2000, replications=3, seed=9, backend="spark", master="local[2]")
+    pd.testing.assert_frame_equal(local, spark)
+    assert "; kept for replication 3, added by a later run" in spark.warmup_rule[0]
+    assert all((tmp_path / "spark" / "points" / p.name).read_bytes() == p.read_bytes()
+               for p in (tmp_path / "local" / "points").glob("*.json"))
 
 
 def test_a_point_key_ignores_the_grid_and_defaults():
@@ -57,8 +64,8 @@ def test_a_point_key_ignores_the_grid_and_defaults():
 def test_a_grown_grid_keeps_every_existing_number_and_computes_only_the_new_points(tmp_path):
     """Rerun into the same folder with values added, the grid reordered and an option added at its default:
     the old points' files are not touched (same bytes, same modification time) and their rows are identical;
-    the new table equals a fresh sweep of the whole grid. More replications recompute every point and equal a
-    fresh sweep with that many; a different seed is refused (above)."""
+    the new table equals a fresh sweep of the whole grid. (More replications: the next test; a different seed
+    is refused, above.)"""
     out = tmp_path / "grow"
     small = sweep({"servers": 8, "tasks": [2, 4], "utilization": 0.5}, out, jobs=2000, seed=3, workers=1)
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (out / "points").glob("*.json")}
@@ -75,11 +82,88 @@ def test_a_grown_grid_keeps_every_existing_number_and_computes_only_the_new_poin
     fresh = sweep({"servers": [16, 8], "tasks": [4, 2, 1], "utilization": [0.5, 0.3]}, tmp_path / "fresh",
                   jobs=2000, seed=3, workers=2)
     pd.testing.assert_frame_equal(grown.drop(columns="barriers"), fresh)
-    more = sweep({"servers": 8, "tasks": [2, 4], "utilization": 0.5}, out, jobs=2000, replications=3, seed=3)
-    again = sweep({"servers": 8, "tasks": [2, 4], "utilization": 0.5}, tmp_path / "three", jobs=2000,
-                  replications=3, seed=3)
-    pd.testing.assert_frame_equal(more, again)
-    assert (more.replications == 3).all()
+
+
+def _counting_replications(monkeypatch) -> list:
+    """Record the size of every replication simulated in this process from now on (workers=1 runs here)."""
+    from barrier_queues import runs
+
+    calls, real = [], runs.run_replication
+
+    def counted(system, jobs, *args, **kwargs):
+        calls.append(jobs)
+        return real(system, jobs, *args, **kwargs)
+
+    runs.ensure_compiled()
+    monkeypatch.setattr(runs, "run_replication", counted)
+    return calls
+
+
+def _two_rounds(point: dict, jobs: int, first: int, total: int, seed: int) -> dict:
+    """The row of a point grown from ``first`` to ``total`` replications, computed apart from the sweep: the
+    first run is simulate(); the new replications are single runs of the next streams of the point's seed,
+    each dropping the warm-up the first run chose."""
+    from barrier_queues.runs import run_replication
+    from barrier_queues.simulate import SimulationResult
+    from barrier_queues.sweep import point_row, point_system
+
+    system = point_system(point)
+    first_run = bq.simulate(system, jobs=jobs, replications=first, seed=point_seed(seed, point), workers=1)
+    streams = point_seed(seed, point).spawn(total)[first:]
+    extra = [run_replication(system, jobs, s, warmup=first_run.stats[0].warmup) for s in streams]
+    for r in extra:
+        r.stats.block_means = {}
+    result = SimulationResult(system, first_run.replications + extra, 0.0)
+    return point_row(0, point, system, result.summary())
+
+
+def test_more_replications_run_only_the_new_ones_and_keep_the_first_runs_warmup(tmp_path, monkeypatch):
+    """A rerun with more replications simulates only the replications beyond those stored
+    (``points/<key>.npz``), each dropping the warm-up the first run chose; the row equals that computation
+    done apart, bit for bit, and does not depend on how many runs added the replications (2 -> 3 -> 5 and
+    2 -> 5 agree). Fewer replications than stored (but not fewer than the first run's) simulate nothing;
+    fewer than the first run's are a fresh point, and the stored replications are kept for later."""
+    grid = {"servers": 8, "tasks": [2, 4], "utilization": 0.5}
+    out, other = tmp_path / "grow", tmp_path / "other"
+    calls = _counting_replications(monkeypatch)
+    sweep(grid, out, jobs=3000, replications=2, seed=3, workers=1)
+    sweep(grid, other, jobs=3000, replications=2, seed=3, workers=1)
+    assert calls == [3000] * 8
+    calls.clear()
+    sweep(grid, out, jobs=3000, replications=3, seed=3, workers=1)
+    assert calls == [3000] * 2                          # one new replication per point
+    five = sweep(grid, out, jobs=3000, replications=5, seed=3, workers=1)
+    at_once = sweep(grid, other, jobs=3000, replications=5, seed=3, workers=1)
+    assert calls == [3000] * 2 + [3000] * 4 + [3000] * 6
+    pd.testing.assert_frame_equal(five, at_once)
+    for i, point in enumerate(grid_from_options(grid)):
+        apart = _two_rounds(point, 3000, 2, 5, 3)
+        got = five.iloc[i].to_dict()
+        assert got.pop("warmup_rule") == apart.pop("warmup_rule") + (
+            "; kept for replications 3-5, added by a later run of the sweep")
+        assert {k: got[k] for k in apart if k != "point"} == {k: v for k, v in apart.items() if k != "point"}
+    calls.clear()
+    four = sweep(grid, out, jobs=3000, replications=4, seed=3, workers=1)
+    assert calls == []
+    four_apart = _two_rounds(grid_from_options(grid)[1], 3000, 2, 4, 3)
+    assert four.mean_waiting[1] == four_apart["mean_waiting"]
+    stored = {p.name: p.read_bytes() for p in (out / "points").glob("*.npz")}
+    calls.clear()
+    one = sweep(grid, out, jobs=3000, replications=1, seed=3, workers=1)
+    assert calls == [3000] * 2 and (one.replications == 1).all()
+    assert {p.name: p.read_bytes() for p in (out / "points").glob("*.npz")} == stored
+    assert "kept for" not in one.warmup_rule[0]
+
+
+def test_a_torn_store_of_replications_is_computed_again(tmp_path):
+    grid = {"servers": 8, "tasks": 2, "utilization": 0.5}
+    out = tmp_path / "torn"
+    sweep(grid, out, jobs=3000, replications=2, seed=3, workers=1)
+    (store,) = (out / "points").glob("*.npz")
+    store.write_bytes(store.read_bytes()[:100])
+    grown = sweep(grid, out, jobs=3000, replications=3, seed=3, workers=1)
+    fresh = sweep(grid, tmp_path / "fresh", jobs=3000, replications=3, seed=3, workers=1)
+    pd.testing.assert_frame_equal(grown, fresh)
 
 
 def test_a_killed_sweep_resumes_and_loses_only_points_in_flight(tmp_path):

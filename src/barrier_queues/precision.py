@@ -55,7 +55,7 @@ DEFAULT_BUDGET = 100_000_000
 MAX_REPLICATIONS = 100_000
 
 
-def _streams(seed, low: int, high: int) -> list:
+def replication_streams(seed, low: int, high: int) -> list:
     """Replications ``low .. high - 1`` of ``seed``'s streams: ``SeedSequence(seed).spawn(high)[low:]``, from a
     fresh copy each time (spawning moves a SeedSequence's counter), so rounds continue one numbering."""
     if isinstance(seed, np.random.SeedSequence):
@@ -115,7 +115,7 @@ def run_to_precision(system, precision: float | None, absolute_precision: float 
     where = resolve(backend, master)
     most = min(budget // jobs, MAX_REPLICATIONS)
     tasks = [Task(system, jobs, s, False, warmup, False, None, i)
-             for i, s in enumerate(_streams(seed, 0, replications))]
+             for i, s in enumerate(replication_streams(seed, 0, replications))]
     reps = run_replications(tasks, where, workers, progress, "replications", group=replications)
     kept = reps[0].stats.warmup                                 # the pilot warm-up, fixed from now on
     relative = precision / (1 + precision) if precision is not None else None
@@ -132,7 +132,7 @@ def run_to_precision(system, precision: float | None, absolute_precision: float 
         wanted = math.ceil(total * ratio**2) if math.isfinite(ratio) else 2 * total
         nxt = min(max(wanted, total + 1), 2 * total, most)
         tasks = [Task(system, jobs, s, False, kept, False, None, total + i)
-                 for i, s in enumerate(_streams(seed, total, nxt))]
+                 for i, s in enumerate(replication_streams(seed, total, nxt))]
         new = run_replications(tasks, where, workers, progress, f"round {rounds + 1}", group=len(tasks))
         for r in new:
             r.stats.block_means = {}                            # the drift test and batch means use replication 0
@@ -160,4 +160,4 @@ def run_to_precision(system, precision: float | None, absolute_precision: float 
 
 
 __all__ = ["DEFAULT_BUDGET", "MAX_REPLICATIONS", "MIN_FIRST_ROUND", "check_precision", "half_widths",
-           "run_to_precision"]
+           "replication_streams", "run_to_precision"]

@@ -38,7 +38,7 @@ this simulator; the distributions and tests come from scipy.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -671,6 +671,73 @@ def _class_stats(p: RunPartial, g: int) -> list[dict]:
     return out
 
 
+# --------------------------------------------------------------------------------------------------
+# replications' statistics on disk (a sweep keeps them to add replications later)
+
+def _encode(value, arrays: list):
+    """A JSON-ready form of ``value``, its arrays moved to ``arrays`` (by index): dicts, lists, numbers,
+    strings, numpy arrays and scalars, :class:`LogHistogram` and :class:`ReplicationStats`."""
+    if isinstance(value, ReplicationStats):
+        return {"__stats__": {f.name: _encode(getattr(value, f.name), arrays) for f in fields(value)}}
+    if isinstance(value, LogHistogram):
+        return {"__hist__": [value.floor, value.alpha, value.offset, _encode(value.counts, arrays)]}
+    if isinstance(value, np.ndarray):
+        arrays.append(value)
+        return {"__array__": len(arrays) - 1}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {"__dict__": [[_encode(k, arrays), _encode(v, arrays)] for k, v in value.items()]}
+    if isinstance(value, list | tuple):
+        return [_encode(v, arrays) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise TypeError(f"cannot store a {type(value).__name__}")
+
+
+def _decode(value, arrays):
+    if isinstance(value, list):
+        return [_decode(v, arrays) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "__array__" in value:
+        return arrays[f"a{value['__array__']}"]
+    if "__hist__" in value:
+        floor, alpha, offset, counts = value["__hist__"]
+        h = LogHistogram(floor, alpha)
+        h.offset, h.counts = int(offset), _decode(counts, arrays)
+        return h
+    if "__stats__" in value:
+        return ReplicationStats(**{k: _decode(v, arrays) for k, v in value["__stats__"].items()})
+    return {_decode(k, arrays): _decode(v, arrays) for k, v in value["__dict__"]}
+
+
+def save_stats(path, stats: list, meta: dict | None = None) -> None:
+    """Write replications' statistics (and a JSON-ready ``meta``) to ``path``, an ``.npz`` file that
+    :func:`load_stats` reads back bit for bit (numbers as shortest round-trip JSON, arrays as ``.npy``; no
+    pickle, so reading a file runs no code). Written atomically: a temporary file beside it, then renamed."""
+    import json
+    import os
+    from pathlib import Path
+
+    arrays: list = []
+    text = json.dumps({"meta": meta or {}, "stats": _encode(list(stats), arrays)})
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
+    np.savez_compressed(tmp, meta=np.array(text), **{f"a{i}": a for i, a in enumerate(arrays)})
+    os.replace(tmp, path)
+
+
+def load_stats(path) -> tuple[list, dict]:
+    """``(stats, meta)`` as :func:`save_stats` wrote them."""
+    import json
+
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files if k != "meta"}
+        content = json.loads(str(data["meta"]))
+    return _decode(content["stats"], arrays), content["meta"]
+
+
 def merge_histograms(histograms) -> LogHistogram:
     """One histogram holding the counts of all (same floor and alpha)."""
     histograms = list(histograms)
@@ -683,7 +750,8 @@ def merge_histograms(histograms) -> LogHistogram:
 __all__ = ["ALPHA", "QUANTILES", "LogHistogram", "ReplicationStats", "RunAccumulator", "RunPartial", "batch_means",
            "deviation_from_linear", "finish_replications",
            "batch_means_interval", "binomial_tolerance", "drift", "lag1_test", "merge_histograms",
-           "mser_truncation", "quantile_interval", "t_interval", "wilson_interval", "within",
+           "load_stats", "mser_truncation", "quantile_interval", "save_stats", "t_interval", "wilson_interval",
+           "within",
            "MIN_SATURATED_JOBS", "MIN_TAIL_JOBS", "MIN_UTILIZATION_JOBS"]
 
 

@@ -20,12 +20,24 @@ quantiles, ``stable``).
   grid is the latest one run); rerunning into the same folder, with the same
   grid or a larger one, computes only the points not yet there, so an
   interrupted sweep loses at most the points in flight. A different seed,
-  jobs, warm-up or library version is refused; more replications recompute
-  every point (a summary's warm-up and intervals are chosen over all its
-  replications together; the first ones reuse their streams, so the result
-  equals a fresh sweep with that many). ``results.partial.csv`` (or
+  jobs, warm-up or library version is refused. ``results.partial.csv`` (or
   ``.parquet``) is refreshed as points finish; ``results.csv`` is written
   only when every point is in (and the partial table removed).
+* **More replications simulate only the new ones.** Each point also keeps
+  its replications' statistics (``points/<key>.npz``: sums, histograms,
+  per-class and failure counts, and replication 0's block means for the
+  drift test; no pickle). A rerun with more replications continues the
+  point's streams and simulates only the replications beyond those stored
+  (:func:`grow_replications`); the new ones drop the warm-up the first run
+  chose over its own replications, the rule of the rounds of a run to a
+  precision (:mod:`barrier_queues.precision`). A grown point therefore
+  depends only on the first run's replications and the total (2 -> 3 -> 5
+  equals 2 -> 5, bit for bit, on every backend), and its ``warmup_rule``
+  says which replications kept the first run's warm-up; it is not the
+  fresh sweep of that many replications, whose warm-up is chosen over all
+  of them (run that into a new folder). Fewer replications, down to the
+  first run's, are read from the store; fewer still are a fresh point (the
+  store is kept for a later, larger run).
 * **Backends.** ``"local"``: a fork-based process pool (progress bar on a
   terminal). ``"spark"``: the points become Spark tasks (``local[N]``,
   ``local-cluster[...]`` or ``spark://``); each Python worker, which Spark
@@ -50,7 +62,8 @@ import math
 import os
 import sys
 import time
-from dataclasses import fields
+import zipfile
+from dataclasses import fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +72,7 @@ from ._validation import ParameterError, check_choice, check_int
 from .backends import pool_map, resolve, spark_map
 from .outputs import check_folder_path
 from .stability import stability_error
+from .statistics import load_stats, save_stats
 from .system import BarrierSystem
 
 #: the most points one sweep may have
@@ -187,21 +201,69 @@ def point_row(index: int, point: dict, system: BarrierSystem, summary: dict) -> 
     return row
 
 
-def run_point(args) -> dict:
-    """Simulate one point (in whichever process runs it); returns its row, and writes its file if asked."""
+def run_point(args) -> tuple[dict, list | None]:
+    """Simulate one point (in whichever process runs it): its row, written to the folder if one is given, and
+    its replications' statistics when they are to be stored but could not be written here (else None).
+
+    ``stored``: the statistics of replications an earlier run of the sweep kept (their file, or the loaded
+    ``(stats, meta)`` for Spark executors that may not share the folder); only the replications beyond them
+    are simulated (:func:`grow_replications`)."""
     from .simulate import simulate
 
-    index, point, jobs, replications, seed, warmup, allow_unstable, folder, target = args
+    index, point, jobs, replications, seed, warmup, allow_unstable, folder, target, stored = args
     system = point_system(point)
-    result = simulate(system, jobs=jobs, replications=replications, seed=seed, warmup=warmup, workers=1,
-                      progress=False, allow_unstable=allow_unstable, backend="local", **(target or {}))
+    first = replications
+    if stored is not None:
+        stats, meta = load_stats(stored) if isinstance(stored, str) else stored
+        first = meta["first_round"]
+        result = grow_replications(system, jobs, replications, seed, stats)
+    else:
+        result = simulate(system, jobs=jobs, replications=replications, seed=seed, warmup=warmup, workers=1,
+                          progress=False, allow_unstable=allow_unstable, backend="local", **(target or {}))
     row = point_row(index, point, system, result.summary())
+    if first < replications:
+        added = f"replication {replications}" if replications == first + 1 else \
+            f"replications {first + 1}-{replications}"
+        row["warmup_rule"] += f"; kept for {added}, added by a later run of the sweep"
+    keep = None if target or (stored is not None and len(stats) >= replications) else _compact(result.stats)
     if folder is not None:
         try:
-            _write_point(Path(folder), index, point, row)
+            _write_point(Path(folder), index, point, row, first, keep)
+            keep = None
         except OSError:
             pass                             # an executor without the driver's file system: the driver writes it
-    return row
+    return row, keep
+
+
+def grow_replications(system: BarrierSystem, jobs: int, replications: int, seed, stats: list):
+    """A point's result with ``replications`` replications, from the statistics of its first ones (an
+    earlier run's) and new replications continuing its streams (``seed.spawn``'s numbering).
+
+    The rule of the rounds of a run to a precision (:mod:`barrier_queues.precision`): the first run's
+    replications had their warm-up chosen together (MSER-5 on their averaged waiting times); the new ones
+    drop the same number of jobs. So the result depends only on how many replications the first run had and
+    how many there are now, not on how many runs added them; it differs from a fresh run of
+    ``replications`` (whose warm-up is chosen over all of them). Stored replications beyond
+    ``replications`` are left out."""
+    from .precision import replication_streams
+    from .runs import Replication, Task, run_replications
+    from .simulate import SimulationResult
+
+    have = min(len(stats), replications)
+    tasks = [Task(system, jobs, s, False, stats[0].warmup, False, None, have + i)
+             for i, s in enumerate(replication_streams(seed, have, replications))]
+    new = run_replications(tasks, resolve("local"), 1, False, "", group=len(tasks)) if tasks else []
+    for r in new:
+        r.stats.block_means = {}                 # the drift test uses replication 0's, as in a precision run
+    reps = [Replication(_stats=s) for s in stats[:have]] + new
+    return SimulationResult(system, reps, sum(r.stats.seconds for r in new), seed, None)
+
+
+def _compact(stats: list) -> list:
+    """What a later run needs of a point's replications to add more: everything but the block means (of which
+    it needs replication 0's waiting times, for the drift test) and the timings."""
+    return [replace(s, block_means={"waiting": s.block_means["waiting"]} if i == 0 else {}, seconds=0.0,
+                    kernel_seconds=0.0) for i, s in enumerate(stats)]
 
 
 def _canonical(value):
@@ -235,17 +297,40 @@ def point_seed(entropy: int, point: dict) -> np.random.SeedSequence:
     return np.random.SeedSequence(entropy, spawn_key=(key >> 32, key & 0xFFFFFFFF))
 
 
-def _point_path(folder: Path, key: str) -> Path:
-    return folder / "points" / f"{key}.json"
+def _point_path(folder: Path, key: str, suffix: str = ".json") -> Path:
+    return folder / "points" / f"{key}{suffix}"
 
 
-def _write_point(folder: Path, index: int, point: dict, row: dict) -> None:
+def _write_point(folder: Path, index: int, point: dict, row: dict, first_round: int | None = None,
+                 stats: list | None = None) -> None:
+    """The point's row (``points/<key>.json``) and, when given, its replications' statistics
+    (``points/<key>.npz``; an existing file is replaced only by more replications of the same first run),
+    each written atomically."""
     key = point_key(point)
+    if stats is not None:
+        path = _point_path(folder, key, ".npz")
+        old = _stored_meta(path)
+        if old is None or (old["first_round"] == first_round and old["replications"] < len(stats)):
+            save_stats(path, stats, {"key": key, "first_round": first_round, "replications": len(stats)})
     path = _point_path(folder, key)
     stored = {k: v for k, v in row.items() if k != "point"}          # its place in a grid is not the point's
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"key": key, "params": point, "row": stored}, allow_nan=False) + "\n")
+    tmp.write_text(json.dumps({"key": key, "params": point, "row": stored, "first_round": first_round},
+                              allow_nan=False) + "\n")
     os.replace(tmp, path)
+
+
+def _stored_meta(path: Path) -> dict | None:
+    """The meta of a point's stored replications; None when there is no readable file (a torn one is removed:
+    its replications are computed again)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return json.loads(str(data["meta"]))["meta"]
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        path.unlink(missing_ok=True)
+        return None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -261,7 +346,7 @@ def _manifest(grid, jobs, replications, entropy, warmup, allow_unstable, fmt, ta
 
 LOCK = ".lock"
 #: manifest entries a rerun into the same folder may change: the grid (points are found by their keys), the
-#: replications (points run with other replications are computed again) and the table's format
+#: replications (stored replications are kept, see the module docstring) and the table's format
 GROWABLE = frozenset({"grid", "replications", "format"})
 
 
@@ -351,27 +436,32 @@ def _write_manifest(folder: Path, manifest: dict) -> None:
     os.replace(tmp, folder / "manifest.json")
 
 
-def _finished(folder: Path | None, grid: list[dict], replications: int) -> dict[int, dict]:
-    """The grid's points already in the folder (by key), as rows numbered by their place in this grid; a point
-    run with other replications is not finished (it is computed again and its file replaced)."""
+def _finished(folder: Path | None, grid: list[dict], replications: int | None) -> tuple[dict, dict]:
+    """The grid's points already in the folder (by key), as rows numbered by their place in this grid, and the
+    points to grow, by place: their stored replications' file, when the first run of those had at most
+    ``replications``. Any other point run with other replications is computed again and its row replaced."""
     if folder is None:
-        return {}
-    for path in (folder / "points").glob(".*.tmp"):
+        return {}, {}
+    for path in (folder / "points").glob(".*.tmp*"):
         path.unlink(missing_ok=True)               # a write cut by kill or Ctrl-C (we hold the folder's lock)
-    rows = {}
+    rows, grow = {}, {}
     for i, point in enumerate(grid):
-        path = _point_path(folder, point_key(point))
+        key = point_key(point)
+        path = _point_path(folder, key)
         try:
-            data = json.loads(path.read_text())
-            row = data["row"]
+            row = json.loads(path.read_text())["row"]
         except FileNotFoundError:
-            continue
+            row = None
         except (OSError, ValueError, KeyError):
             path.unlink(missing_ok=True)           # a torn file: the point is computed again
-            continue
-        if replications is None or row.get("replications") == replications:     # None: run to a precision
-            rows[i] = {"point": i, **row}
-    return rows
+            row = None
+        if row is not None and (replications is None or row.get("replications") == replications):
+            rows[i] = {"point": i, **row}          # None: run to a precision
+        elif replications is not None:
+            meta = _stored_meta(_point_path(folder, key, ".npz"))
+            if meta is not None and meta["first_round"] <= replications:
+                grow[i] = str(_point_path(folder, key, ".npz"))
+    return rows, grow
 
 
 def _write_table(table, folder: Path, fmt: str, final: bool = True) -> None:
@@ -472,9 +562,11 @@ def _open_folder_check(out) -> None:
 
 def _sweep_points(grid, folder, entropy, jobs, replications, warmup, allow_unstable, fmt, workers, progress,
                   where, target=None):
-    done = _finished(folder, grid, None if target else replications)
+    done, grow = _finished(folder, grid, None if target else replications)
+    if where.name == "spark":                      # executors may not share the folder: send the statistics
+        grow = {i: load_stats(path) for i, path in grow.items()}
     todo = [(i, grid[i], jobs, replications, point_seed(entropy, grid[i]), warmup, allow_unstable,
-             str(folder) if folder else None, target) for i in range(len(grid)) if i not in done]
+             str(folder) if folder else None, target, grow.get(i)) for i in range(len(grid)) if i not in done]
     rows = dict(done)
     show = sys.stderr.isatty() if progress is None else progress
     last_write = time.monotonic()
@@ -484,10 +576,12 @@ def _sweep_points(grid, folder, entropy, jobs, replications, warmup, allow_unsta
         if workers is not None:
             raise ParameterError("workers must not be given with backend 'spark' (got it): Spark's executors run "
                                  "the points")
-        for row in spark_map(run_point, todo, where.master):
-            rows[row["point"]] = row
+        for row, stats in spark_map(run_point, todo, where.master):
+            i = row["point"]
+            rows[i] = row
             if folder is not None:
-                _write_point(folder, row["point"], grid[row["point"]], row)
+                first = grow[i][1]["first_round"] if i in grow else replications
+                _write_point(folder, i, grid[i], row, first, stats)
     table = _table(rows)
     if folder is not None:
         _write_table(table, folder, fmt)
@@ -510,7 +604,7 @@ def _run_local(todo, workers, show, folder, fmt, rows, last_write) -> dict:
     for placement in {point_system(t[1]).placement for t in todo}:
         ensure_compiled(placement)          # once, before the fork
     new = {}
-    for row in pool_map(run_point, todo, workers, show, "sweep points", ordered=False):
+    for row, _ in pool_map(run_point, todo, workers, show, "sweep points", ordered=False):
         new[row["point"]] = row
         if folder is not None and time.monotonic() - last_write > 5:
             _write_table(_table({**rows, **new}), folder, fmt, final=False)
@@ -519,4 +613,4 @@ def _run_local(todo, workers, show, folder, fmt, rows, last_write) -> dict:
 
 
 __all__ = ["FIELDS", "check_grid", "grid_from_options", "point_key", "point_row", "point_seed", "point_system",
-           "run_point", "sweep"]
+           "grow_replications", "run_point", "sweep"]
