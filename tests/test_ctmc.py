@@ -57,6 +57,45 @@ def test_direct_and_iterative_solvers_match_dense_gth(s, k, l_):
     np.testing.assert_allclose(chain.stationary("levels"), reference, rtol=1e-9, atol=1e-13)
 
 
+@pytest.mark.parametrize("s, k, l_", [(8, 4, 2), (10, 5, 3), (12, 3, 2), (12, 6, 4), (7, 3, 1), (20, 10, 7)])
+def test_the_dense_solver_matches_sparse_lu_and_gth(s, k, l_):
+    """Chains of at most 2,000 states are solved dense by default (numpy's LU of the same equations as the
+    sparse one); against sparse LU and the GTH reference, with the dense generator equal to the sparse one."""
+    chain = bq.build_backlogged_chain(s, k, l_)
+    assert chain.size <= bq.ctmc.DENSE_MAX_STATES
+    q = chain.dense_generator()
+    assert np.array_equal(q, chain.generator.toarray())
+    dense = chain.stationary()
+    assert np.array_equal(dense, chain.stationary("dense"))
+    np.testing.assert_allclose(dense, gth_stationary(q), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(dense, chain.stationary("direct"), rtol=1e-10, atol=1e-14)
+    assert bq.ctmc_stability(s, k, l_).lambda_max == pytest.approx(
+        bq.ctmc_stability(s, k, l_, method="direct").lambda_max, rel=1e-13)
+
+
+@pytest.mark.parametrize("s, k, l_", [(12, 6, 4), (16, 8, 5), (20, 10, 7), (14, 3, 1)])
+def test_small_chains_keep_the_states_breadth_first_search_reaches(monkeypatch, s, k, l_):
+    """The reachable states of a small chain are found with numpy; the same chain (states, transitions) as
+    scipy's breadth-first search gives."""
+    small = bq.build_backlogged_chain(s, k, l_)
+    monkeypatch.setattr(bq.ctmc, "DENSE_MAX_STATES", 0)
+    large = bq.build_backlogged_chain(s, k, l_)
+    for name in ("states", "src", "dst", "rate", "start", "start_rates"):
+        assert np.array_equal(getattr(small, name), getattr(large, name)), name
+
+
+def test_a_simulation_of_a_small_chain_imports_no_scipy():
+    """The stability check of an (s,k,l) simulation solves its CTMC without scipy (whose import took 0.3-0.4 s
+    of the command here)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, barrier_queues as bq; bq.simulate(bq.BarrierSystem(servers=12, tasks=6, needed=4, "
+            "arrival_rate=1.5), jobs=2000, seed=1); print(sorted(m for m in sys.modules if m.startswith('scipy')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 @pytest.mark.parametrize("s, k, l_", [(24, 8, 5), (30, 10, 9), (20, 10, 7)])
 def test_iterative_solver_matches_sparse_lu_on_larger_chains(s, k, l_):
     chain = bq.build_backlogged_chain(s, k, l_)

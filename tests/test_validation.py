@@ -63,7 +63,7 @@ CASES = [
     (lambda: bq.exp_order_stat_mean(5, 4), "j must be an integer with 1 <= j <= n = 4 (got 5)"),
     (lambda: bq.exp_order_stat_mgf(0.1, 1, 0), "n must be an integer >= 1 (got 0)"),
     (lambda: bq.server_time_per_job(bq.Exponential(1), 4, 6), "needed must be an integer with 1 <= needed"),
-    (lambda: bq.build_backlogged_chain(8, 4, 2).stationary("power"), "method must be 'auto', 'levels'"),
+    (lambda: bq.build_backlogged_chain(8, 4, 2).stationary("power"), "method must be 'auto', 'dense', 'levels'"),
 ]
 
 

@@ -66,10 +66,12 @@ before arrivals; arriving jobs' idle probed workers look in worker order.
 """
 
 
+import numpy as np
+
 from libc.math cimport INFINITY, ceil, fabs, floor
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc, qsort
-from libc.string cimport memmove
+from libc.string cimport memcpy, memmove
 
 cdef enum:
     C_FIXED = 0
@@ -100,3 +102,7 @@ include "_service.pxi"
 include "schedulers/central.pxi"
 include "schedulers/sampling.pxi"
 include "schedulers/waitlist.pxi"
+
+# --------------------------------------------------------------------------------------------------
+# the streaming statistics of each chunk (barrier_queues.statistics)
+include "_statistics.pxi"

@@ -20,18 +20,20 @@ Results never depend on the backend: random streams are fixed by the items
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import re
-import shutil
-import signal
-import subprocess
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ._validation import ParameterError, check_choice, check_int
+
+if TYPE_CHECKING:
+    import subprocess
+
+# multiprocessing, concurrent.futures.process, subprocess, shutil and signal are imported where they are used:
+# together about 30 ms of every command's start here, and a one-replication simulation needs none of them
 
 BACKENDS = ("local", "spark")
 
@@ -108,6 +110,8 @@ def watch_parent(parent: int, interval: float = 0.5) -> None:
 def _init_worker(parent: int) -> None:
     """A pool worker leaves Ctrl-C to its parent (a terminal sends SIGINT to the whole process group): the parent
     stops the pool, so no worker takes up a queued item after the interrupt; and it watches its parent."""
+    import signal
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     watch_parent(parent)
 
@@ -128,6 +132,9 @@ def pool_map(function, items: list, workers: int | None = None, progress: bool |
     ``ordered``: results in item order (else as they finish). ``workers``
     defaults to all cores; ``progress`` (default: on a terminal) shows a bar.
     """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
     workers = check_int("workers", workers, low=1) if workers is not None else (os.cpu_count() or 1)
     workers = max(1, min(len(items), workers))
     show = sys.stderr.isatty() if progress is None else progress
@@ -165,6 +172,9 @@ def pool_map(function, items: list, workers: int | None = None, progress: bool |
 
 def java_version() -> int:
     """Major version of the ``java`` on PATH (or in JAVA_HOME); clear error if there is none."""
+    import shutil
+    import subprocess
+
     java = shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin")
                         if os.environ.get("JAVA_HOME") else None) or shutil.which("java")
     if java is None:
@@ -310,6 +320,8 @@ class StandaloneCluster:
         return path
 
     def _start(self, name: str, args: list[str], env: dict) -> subprocess.Popen:
+        import subprocess
+
         log = open(self.folder / "logs" / f"{name}.out", "ab")
         try:
             proc = subprocess.Popen([self._spark_class(), *args], stdout=log, stderr=subprocess.STDOUT,
@@ -382,6 +394,8 @@ class StandaloneCluster:
                     pass
 
     def stop(self) -> None:
+        import signal
+
         self._signal(signal.SIGTERM)
         deadline = time.monotonic() + self.grace
         while any(_group_alive(p.pid) for p in self.processes) and time.monotonic() < deadline:

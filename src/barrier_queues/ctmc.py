@@ -24,7 +24,10 @@ key arithmetic and located with one ``searchsorted``; states reachable from
 by a structured iteration (:func:`_stationary_by_levels`) that needs a few
 dozen sparse sweeps even at 10^6 states, where sparse LU (kept as the
 independent check, :func:`stationary_distribution`) runs out of time and
-memory through fill-in.
+memory through fill-in. Chains of at most 2,000 states (the paper's, and
+every stability check of a simulation that can run quickly) are built and
+solved with numpy alone, a dense LU of the same equations: importing
+scipy.sparse took longer than the whole solve.
 """
 
 from __future__ import annotations
@@ -33,17 +36,22 @@ import itertools
 import math
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse import csgraph
-from scipy.sparse.linalg import spsolve
 
 from ._validation import ParameterError, check_int, check_positive
 from .order_stats import exp_server_time_per_job
 
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
 #: default refusal threshold for the number of feasible states (memory guard)
 MAX_STATES = 12_000_000
+#: chains of at most this many states are kept and solved dense (numpy, LAPACK's LU): importing scipy.sparse
+#: took 0.3-0.4 s here, far longer than building and solving such a chain (the stability check of a
+#: simulation of an (s,k,l) system with exponential tasks solves one)
+DENSE_MAX_STATES = 2_000
 
 
 #: count_feasible_states refuses when l x s exceeds this (its dynamic programme is O(l s))
@@ -180,6 +188,8 @@ class BackloggedChain:
     @property
     def generator(self) -> sp.csr_matrix:
         """Generator Q (mu = 1) as a sparse CSR matrix."""
+        import scipy.sparse as sp
+
         n = self.size
         out_rate = np.bincount(self.src, weights=self.rate, minlength=n)
         return sp.csr_matrix((np.concatenate([self.rate, -out_rate]),
@@ -190,19 +200,45 @@ class BackloggedChain:
                    max_iter: int = 10_000) -> np.ndarray:
         """Stationary distribution pi of the CTMC (in this chain's state order).
 
-        ``method="levels"`` (default for more than 2,000 states) iterates the
-        start-to-start map described in :func:`_stationary_by_levels`;
-        ``method="direct"`` solves ``pi Q = 0`` with sparse LU
-        (:func:`stationary_distribution`), an independent check that is exact
-        but whose fill-in grows quickly with the chain.
+        ``method="dense"`` (default up to :data:`DENSE_MAX_STATES` = 2,000
+        states) solves ``pi Q = 0`` as :func:`stationary_distribution` does,
+        with a dense LU (numpy, LAPACK); ``method="levels"`` (default beyond)
+        iterates the start-to-start map described in
+        :func:`_stationary_by_levels`; ``method="direct"`` solves with sparse
+        LU (:func:`stationary_distribution`), an independent check that is
+        exact but whose fill-in grows quickly with the chain.
         """
         if method == "auto":
-            method = "direct" if self.size <= 2000 else "levels"
+            method = "dense" if self.size <= DENSE_MAX_STATES else "levels"
+        if method == "dense":
+            return _stationary_dense(self.dense_generator())
         if method == "direct":
             return stationary_distribution(self.generator)
         if method == "levels":
             return _stationary_by_levels(self, tol, max_iter)
-        raise ParameterError(f"method must be 'auto', 'levels' or 'direct' (got {method!r})")
+        raise ParameterError(f"method must be 'auto', 'dense', 'levels' or 'direct' (got {method!r})")
+
+    def dense_generator(self) -> np.ndarray:
+        """Generator Q (mu = 1) as a dense array (refused beyond :data:`DENSE_MAX_STATES` states)."""
+        n = self.size
+        if n > DENSE_MAX_STATES:
+            raise ParameterError(f"method 'dense' takes chains of at most {DENSE_MAX_STATES:,} states (this one has "
+                                 f"{n:,}); use 'levels' or 'direct'")
+        q = np.zeros((n, n))
+        np.add.at(q, (self.src, self.dst), self.rate)
+        q[np.arange(n), np.arange(n)] = -np.bincount(self.src, weights=self.rate, minlength=n)
+        return q
+
+
+def _stationary_dense(q: np.ndarray) -> np.ndarray:
+    """:func:`stationary_distribution` of a dense generator: the same equations (``pi_last = 1``, the last
+    balance equation dropped), solved by LAPACK's LU with partial pivoting."""
+    n = q.shape[0]
+    if n == 1:
+        return np.ones(1)
+    x = np.linalg.solve(q[:-1, :-1].T, -q[-1, :-1])
+    pi = np.maximum(np.append(x, 1.0), 0.0)
+    return pi / pi.sum()
 
 
 def _stationary_by_levels(chain: BackloggedChain, tol: float, max_iter: int) -> np.ndarray:
@@ -218,6 +254,8 @@ def _stationary_by_levels(chain: BackloggedChain, tol: float, max_iter: int) -> 
     this map is power iteration on the chain observed at job starts; it
     converges in a few dozen sweeps for the chains of the paper.
     """
+    import scipy.sparse as sp
+
     n = chain.size
     if n == 1:
         return np.ones(1)
@@ -304,9 +342,7 @@ def _build(s: int, k: int, l_: int, max_states: int) -> BackloggedChain:
     # ordered by busy workers, descending, so that levels are contiguous
     i0 = int(np.flatnonzero((states[:, -1] == s // k) & (busy == (s // k) * k)
                             & (states.sum(axis=1) == s // k))[0])
-    adjacency = sp.csr_matrix((np.ones(src.size, dtype=np.int8), (src, dst)), shape=(n, n))
-    reach = csgraph.breadth_first_order(adjacency, i0, directed=True, return_predecessors=False)
-    del adjacency
+    reach = _reachable(n, src, dst, i0)
     reach = reach[np.lexsort((reach, -busy[reach]))]
     new_index = np.full(n, -1, dtype=index_type)
     new_index[reach] = np.arange(reach.size, dtype=index_type)
@@ -314,6 +350,26 @@ def _build(s: int, k: int, l_: int, max_states: int) -> BackloggedChain:
     return BackloggedChain(s, k, l_, states[reach], new_index[src[keep]], new_index[dst[keep]],
                            rate[keep], start[keep], start_rates[reach], feasible,
                            time.perf_counter() - t0)
+
+
+def _reachable(n: int, src: np.ndarray, dst: np.ndarray, i0: int) -> np.ndarray:
+    """The states reachable from ``i0`` along the transitions ``src -> dst`` (their set: the caller orders
+    them): breadth-first search by scipy.sparse.csgraph, or for at most :data:`DENSE_MAX_STATES` feasible
+    states by growing the set along every transition out of it until it stops growing (numpy)."""
+    if n > DENSE_MAX_STATES:
+        import scipy.sparse as sp
+        from scipy.sparse import csgraph
+
+        adjacency = sp.csr_matrix((np.ones(src.size, dtype=np.int8), (src, dst)), shape=(n, n))
+        return csgraph.breadth_first_order(adjacency, i0, directed=True, return_predecessors=False)
+    seen = np.zeros(n, dtype=bool)
+    seen[i0] = True
+    while True:
+        grown = seen.copy()
+        grown[dst[seen[src]]] = True
+        if np.array_equal(grown, seen):
+            return np.flatnonzero(seen)
+        seen = grown
 
 
 def stationary_distribution(generator: sp.spmatrix) -> np.ndarray:
@@ -325,6 +381,9 @@ def stationary_distribution(generator: sp.spmatrix) -> np.ndarray:
     fill-in. Exact, but the LU fill-in grows quickly: meant for chains up to
     about 10^4 states and as an independent check of the iterative solver.
     """
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import spsolve
+
     q_t = sp.csc_matrix(generator).T.tocsc()
     n = q_t.shape[0]
     if n == 1:
@@ -371,7 +430,7 @@ def ctmc_stability(servers: int, tasks: int, needed: int | None = None,
         mu > 0; the chain is solved for mu = 1 and rates scale with mu.
     max_states : int
         Refuse (with a clear error) chains with more feasible states.
-    method : {"auto", "levels", "direct"}
+    method : {"auto", "dense", "levels", "direct"}
         Stationary solver, see :meth:`BackloggedChain.stationary`.
     keep_chain : bool
         Keep the chain and the stationary vector on the result.
@@ -394,7 +453,8 @@ def solve(s: int, k: int, l_: int, mu: float, max_states: int = MAX_STATES, meth
     pi = chain.stationary(method)
     seconds_solve = time.perf_counter() - t0
     # relative balance residual |pi Q| / (pi . exit rates), a convergence check
-    residual = float(np.abs(chain.generator.T @ pi).max() / (pi @ chain.busy_workers))
+    q = chain.dense_generator() if chain.size <= DENSE_MAX_STATES else chain.generator
+    residual = float(np.abs(q.T @ pi).max() / (pi @ chain.busy_workers))
     lam = float(pi @ chain.start_rates) * mu
     total, useful = exp_server_time_per_job(k, l_, mu)
     return CTMCStability(s, k, l_, mu, lam, lam * total / s, lam * useful / s,

@@ -26,7 +26,12 @@
   (100 segments), so that memory does not grow with the number of jobs;
   :func:`finish_replications` chooses the warm-up at the end, once for all
   replications of a system, by MSER-5 on the replication-averaged waiting
-  times, rounded up to a segment boundary (1 % of the run).
+  times, rounded up to a segment boundary (1 % of the run). Its block sums
+  and per-segment bin counts are compiled (``_statistics.pxi``: numpy's
+  pairwise summation, operation for operation, without the GIL), with its
+  numpy code kept as the reference they equal bit for bit (tested);
+  :func:`save_stats` / :func:`load_stats` keep replications' statistics on
+  disk (a sweep adds replications to them later).
 * :func:`binomial_tolerance`: the range of hits a correct ``p``-coverage
   method gives in ``n`` independent trials (for coverage tests).
 
@@ -487,8 +492,10 @@ class RunAccumulator:
     columns and about 50 histograms per metric, whatever the number of jobs.
     """
 
-    def __init__(self, jobs: int, floor: float, warmup=None, alpha: float = ALPHA, classes: int = 0):
+    def __init__(self, jobs: int, floor: float, warmup=None, alpha: float = ALPHA, classes: int = 0,
+                 compiled: bool = True):
         self.classes = int(classes)         # > 1: also per job class (sums and histograms per segment)
+        self.compiled = compiled            # False: numpy, the compiled code's reference
         self.skip = 0 if warmup is None else int(warmup)
         self.mser = warmup is None
         n = int(jobs) - self.skip
@@ -542,50 +549,88 @@ class RunAccumulator:
 
     def add(self, arrival, start, departure, work, useful, completed, held=None, classes=None) -> None:
         """Add one chunk of jobs (arrays of equal length, in job order; ``classes``: each job's class index
-        when the accumulator keeps per-class statistics)."""
+        when the accumulator keeps per-class statistics).
+
+        The block sums and the metrics come from the compiled
+        ``accumulate_chunk`` (without the GIL, so that it overlaps the kernel
+        and the draws) and the histogram counts per segment from the compiled
+        ``bin_counts``; ``compiled=False`` computes both with numpy instead,
+        the reference they equal bit for bit (tested)."""
         n = arrival.size
         if n == 0:
             return
-        spacing = np.empty(n)
-        spacing[0] = start[0] - self.previous_start if self.seen > 0 else 0.0
-        spacing[1:] = np.diff(start)
+        first_spacing = start[0] - self.previous_start if self.seen > 0 else 0.0
         drop = min(max(self.skip - self.seen, 0), n)
         self.seen += n
         self.previous_start = start[-1]
         if drop == n:
             return
-        sl = slice(drop, n)
-        arrival, start = arrival[sl], start[sl]
-        waiting = start - arrival
-        sojourn = departure[sl] - arrival
-        execution = departure[sl] - start
-        m = arrival.size
-        cols = np.vstack([waiting, sojourn, execution, work[sl], useful[sl], completed[sl].astype(float),
-                          np.zeros(m) if held is None else held[sl], spacing[sl], np.ones(m)])
         lo = self.seen - n + drop - self.skip                            # index of the first job among measured
-        ids = np.arange(lo, lo + m) // self.block
-        starts = np.r_[0, np.flatnonzero(np.diff(ids)) + 1]
-        self.blocks[:, ids[0]:ids[-1] + 1] += np.add.reduceat(cols, starts, axis=1)
-        seg = ids // self.segment_blocks
-        cuts = np.r_[0, np.flatnonzero(np.diff(seg)) + 1, m]
-        values = {"waiting": waiting, "sojourn": sojourn, "execution": execution}
-        # each value's histogram bin, once for the chunk (the logarithm is most of the statistics' time), then
-        # counted per segment (and class): the same counts as binning every segment's values apart
+        m = n - drop
+        if self.compiled:
+            from .kernels import kernels_module
+
+            cols = np.empty((len(METRICS), m))
+            arrival, start, departure, work, useful, held = (
+                np.ascontiguousarray(x, dtype=np.float64) for x in
+                (arrival, start, departure, work, useful, np.empty(0) if held is None else held))
+            kernels_module().accumulate_chunk(
+                arrival, start, departure, work, useful, np.ascontiguousarray(completed, dtype=np.int64), held,
+                float(first_spacing), drop, lo, self.block, self.blocks, cols)
+        else:
+            cols = self._columns(arrival, start, departure, work, useful, completed, held, first_spacing, drop, lo)
         index = self.tail["waiting"].index
-        bins = {name: index(v) for name, v in values.items()}
+        bins = [index(cols[i]) for i in range(len(METRICS))]
+        values = dict(zip(METRICS, cols, strict=False))
+        bins = dict(zip(METRICS, bins, strict=True))
+        arrival, start = arrival[drop:], start[drop:]
+        seg = (lo + np.arange(m)) // self.segment
+        cuts = np.r_[0, np.flatnonzero(np.diff(seg)) + 1, m]
         for a in cuts[:-1].tolist():
             sg = int(seg[a])
             if lo + a == sg * self.segment:
                 self.arrival_at[sg] = arrival[a]
                 self.start_at[sg] = start[a]
+        self._add_bins(seg, cuts, bins)
+        if self.class_sums is not None:
+            self._add_classes(seg, cuts, np.asarray(classes)[drop:], values, bins)
+        self.last_arrival, self.last_start = arrival[-1], start[-1]
+        self.last_departure = max(self.last_departure, float(departure[drop:].max()))
+
+    def _columns(self, arrival, start, departure, work, useful, completed, held, first_spacing, drop, lo):
+        """The reference of the compiled ``accumulate_chunk``, in numpy: adds the block sums of the measured
+        jobs' columns (:data:`COLUMNS` and a row of ones) and returns the columns (the metrics first)."""
+        n = arrival.size
+        spacing = np.empty(n)
+        spacing[0] = first_spacing
+        spacing[1:] = np.diff(start)
+        sl = slice(drop, n)
+        arrival, start = arrival[sl], start[sl]
+        m = arrival.size
+        cols = np.vstack([start - arrival, departure[sl] - arrival, departure[sl] - start, work[sl], useful[sl],
+                          completed[sl].astype(float), np.zeros(m) if held is None else held[sl], spacing[sl],
+                          np.ones(m)])
+        ids = np.arange(lo, lo + m) // self.block
+        starts = np.r_[0, np.flatnonzero(np.diff(ids)) + 1]
+        self.blocks[:, ids[0]:ids[-1] + 1] += np.add.reduceat(cols, starts, axis=1)
+        return cols
+
+    def _add_bins(self, seg: np.ndarray, cuts: np.ndarray, bins: dict) -> None:
+        """Count each segment's bins into its histograms (compiled: segment by segment; reference: one
+        bincount for the chunk, :func:`grouped_bin_counts`; the same counts)."""
+        if self.compiled:
+            from .kernels import kernels_module
+
+            count = kernels_module().bin_counts
+            for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+                hists = self._histograms(int(seg[a]))
+                for name in METRICS:
+                    hists[name]._add_counts(*count(bins[name], a, b))
+            return
         s0 = int(seg[0])
         for name in METRICS:
             for g, first, counts in grouped_bin_counts(seg - s0, int(seg[-1]) - s0 + 1, bins[name]):
                 self._histograms(s0 + g)[name]._add_counts(first, counts)
-        if self.class_sums is not None:
-            self._add_classes(seg, cuts, np.asarray(classes)[sl], values, bins)
-        self.last_arrival, self.last_start = arrival[-1], start[-1]
-        self.last_departure = max(self.last_departure, float(departure[sl].max()))
 
     def partial(self) -> RunPartial:
         p = RunPartial(self.blocks, self.hist, self.tail, self.arrival_at, self.start_at,

@@ -62,7 +62,6 @@ import math
 import os
 import sys
 import time
-import zipfile
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -323,6 +322,8 @@ def _write_point(folder: Path, index: int, point: dict, row: dict, first_round: 
 def _stored_meta(path: Path) -> dict | None:
     """The meta of a point's stored replications; None when there is no readable file (a torn one is removed:
     its replications are computed again)."""
+    import zipfile
+
     try:
         with np.load(path, allow_pickle=False) as data:
             return json.loads(str(data["meta"]))["meta"]

@@ -56,6 +56,7 @@ def run(system, jobs, rng, saturated, trace, sink):
         return draw_jobs(system, min(size, jobs - done), rng, start_time=start_time, saturated=saturated)
 
     helper = ThreadPoolExecutor(max_workers=1) if jobs > 2 * size and not trace else None
+    adder = ThreadPoolExecutor(max_workers=1) if helper else None
     pending_add, kernel, frame = None, 0.0, None
     try:
         chunk, done = draw(0.0, 0), 0
@@ -79,7 +80,7 @@ def run(system, jobs, rng, saturated, trace, sink):
             if helper:
                 if pending_add is not None:
                     pending_add.result()             # in order, and errors surface here
-                pending_add = helper.submit(sink.add, result)
+                pending_add = adder.submit(sink.add, result)
             else:
                 sink.add(result)
             if trace:
@@ -92,6 +93,7 @@ def run(system, jobs, rng, saturated, trace, sink):
     finally:
         if helper:
             helper.shutdown(wait=True)
+            adder.shutdown(wait=True)
     return kernel, frame
 
 

@@ -1,0 +1,122 @@
+# --------------------------------------------------------------------------------------------------
+# streaming statistics of one chunk of jobs (barrier_queues.statistics.RunAccumulator.add)
+#
+# The same arithmetic as the accumulator's numpy code, operation for operation, so that both give the same
+# bits (tested on random chunks): the metrics are differences of the kernel's times; block sums are
+# numpy's ``add.reduceat`` (the block's first value plus numpy's pairwise sum of the rest, below). The
+# histogram bins stay with numpy (LogHistogram.index): its logarithm is vectorized, and the same function
+# on every path.
+
+
+cdef double _pairwise_sum(const double* a, int64_t n) noexcept nogil:
+    """numpy's pairwise summation (``loops_utils.h.src``, ``@TYPE@_pairwise_sum``) of ``n`` values: below 8
+    a plain loop from -0.0, up to 128 eight partial sums combined as a tree plus the rest in order, beyond
+    that the two halves (the first a multiple of 8) summed apart."""
+    cdef double res, r0, r1, r2, r3, r4, r5, r6, r7
+    cdef int64_t i, n2
+    if n < 8:
+        res = -0.0
+        for i in range(n):
+            res += a[i]
+        return res
+    if n <= 128:
+        r0, r1, r2, r3, r4, r5, r6, r7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
+        i = 8
+        while i < n - (n % 8):
+            r0 += a[i]
+            r1 += a[i + 1]
+            r2 += a[i + 2]
+            r3 += a[i + 3]
+            r4 += a[i + 4]
+            r5 += a[i + 5]
+            r6 += a[i + 6]
+            r7 += a[i + 7]
+            i += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            res += a[i]
+            i += 1
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _pairwise_sum(a, n2) + _pairwise_sum(a + n2, n - n2)
+
+
+cdef inline double _column(int64_t r, int64_t i, const double* arrival, const double* start,
+                           const double* departure, const double* work, const double* useful,
+                           const int64_t* completed, const double* held, double first_spacing) noexcept nogil:
+    """Column ``r`` of :data:`~barrier_queues.statistics.COLUMNS` for job ``i`` of the chunk."""
+    if r == 0:
+        return start[i] - arrival[i]
+    if r == 1:
+        return departure[i] - arrival[i]
+    if r == 2:
+        return departure[i] - start[i]
+    if r == 3:
+        return work[i]
+    if r == 4:
+        return useful[i]
+    if r == 5:
+        return <double>completed[i]
+    if r == 6:
+        return held[i] if held != NULL else 0.0
+    return (start[i] - start[i - 1]) if i > 0 else first_spacing
+
+
+def accumulate_chunk(const double[::1] arrival, const double[::1] start, const double[::1] departure,
+                     const double[::1] work, const double[::1] useful, const int64_t[::1] completed,
+                     const double[::1] held, double first_spacing, int64_t drop, int64_t lo, int64_t block,
+                     double[:, ::1] blocks, double[:, ::1] metrics):
+    """One chunk's block sums and metrics, without the GIL.
+
+    Jobs ``drop ..`` of the chunk are measured; the first of them is measured job ``lo``. Adds each block's
+    sum of every column (waiting, sojourn, execution, work, useful, completed, held (0 when ``held`` is
+    empty), spacing between starts (the chunk's first: ``first_spacing``), and the count) to
+    ``blocks[:, lo // block ..]``, and fills ``metrics`` with the first three columns of the measured jobs.
+    A block's values are laid out in a scratch row (a block at a time: it stays in the cache) and summed
+    as ``add.reduceat`` does; a row of ones sums to its length exactly, a row of zeros to 0.
+    """
+    cdef int64_t n = arrival.shape[0], m = n - drop, j, r, a, b, blk, width
+    cdef const double* hp = &held[0] if held.shape[0] > 0 else NULL
+    cdef double* row
+    if m <= 0:
+        return
+    width = min(block, m)
+    row = <double*>malloc(width * sizeof(double))
+    if row == NULL:
+        raise MemoryError()
+    with nogil:
+        a = 0
+        while a < m:
+            blk = (lo + a) // block
+            b = min(m, (blk + 1) * block - lo)
+            for r in range(8):
+                if r == 6 and hp == NULL:
+                    blocks[r, blk] += 0.0
+                    continue
+                for j in range(a, b):
+                    row[j - a] = _column(r, j + drop, &arrival[0], &start[0], &departure[0], &work[0],
+                                         &useful[0], &completed[0], hp, first_spacing)
+                if r < 3:
+                    memcpy(&metrics[r, a], row, (b - a) * sizeof(double))
+                blocks[r, blk] += row[0] + _pairwise_sum(&row[1], b - a - 1)
+            blocks[8, blk] += <double>(b - a)
+            a = b
+    free(row)
+
+
+def bin_counts(const int64_t[::1] bins, int64_t a, int64_t b):
+    """``(lo, counts)`` of ``bins[a:b]`` (not empty): the smallest bin and the count of every bin from it to
+    the largest, what ``np.bincount(x - x.min())`` gives."""
+    cdef int64_t j, lo = bins[a], hi = bins[a]
+    for j in range(a, b):
+        if bins[j] < lo:
+            lo = bins[j]
+        elif bins[j] > hi:
+            hi = bins[j]
+    out = np.zeros(hi - lo + 1, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    with nogil:
+        for j in range(a, b):
+            o[bins[j] - lo] += 1
+    return lo, out
