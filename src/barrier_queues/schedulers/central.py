@@ -49,8 +49,8 @@ def run(system, jobs, rng, saturated, trace, sink):
     stay in order (one thread) and each chunk's statistics are added after
     the previous one's, so the results are those of the serial loop, bit for
     bit. (Measured 2026-11-26, 15 runs each in random order, median wall
-    seconds at 2M jobs: M/M/32 0.766 -> 0.670 against the two-thread
-    pipeline, 2-barrier s=16 k=4 0.824 -> 0.769, 1-barrier s=16 k=4 0.843
+    seconds at 2M jobs, against two threads and numpy statistics: M/M/32
+    0.766 -> 0.670, 2-barrier s=16 k=4 0.824 -> 0.769, 1-barrier s=16 k=4 0.843
     -> 0.809, the paper's overhead model 1.004 -> 1.024; choosing the
     thread per chunk from the last chunk's costs measured no better.)
     """
