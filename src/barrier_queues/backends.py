@@ -132,9 +132,6 @@ def pool_map(function, items: list, workers: int | None = None, progress: bool |
     ``ordered``: results in item order (else as they finish). ``workers``
     defaults to all cores; ``progress`` (default: on a terminal) shows a bar.
     """
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
     workers = check_int("workers", workers, low=1) if workers is not None else (os.cpu_count() or 1)
     workers = max(1, min(len(items), workers))
     show = sys.stderr.isatty() if progress is None else progress
@@ -148,6 +145,9 @@ def pool_map(function, items: list, workers: int | None = None, progress: bool |
         if workers <= 1:
             iterator = (function(x) for x in items)
         else:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
             pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
                                        initializer=_init_worker, initargs=(os.getpid(),))
             iterator = (pool.map(function, items) if ordered
