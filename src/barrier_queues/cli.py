@@ -644,7 +644,8 @@ def _add_sweep(sub) -> None:
                         description="One row per grid point: the options of simulate, numeric ones may be lists.")
     _add_system_options(sw, lists=True)
     _run_options(sw)
-    sw.add_argument("--out", required=True, help="folder for the results (resumable: rerun to complete it)")
+    sw.add_argument("--out", required=True, help="folder for the results (resumable: rerun to complete it, or "
+                    "with more values or replications to extend it; only what is new is computed)")
     sw.add_argument("--format", default="csv", type=_choice("format", ("csv", "parquet")))
     sw.add_argument("--backend", default="local", type=_choice("backend", ("local", "spark")))
     sw.add_argument("--master", default=None, help="Spark master with --backend spark: local[N], "
