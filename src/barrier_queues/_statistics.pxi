@@ -109,11 +109,12 @@ def bin_counts(const int64_t[::1] bins, int64_t a, int64_t b):
     """``(lo, counts)`` of ``bins[a:b]`` (not empty): the smallest bin and the count of every bin from it to
     the largest, what ``np.bincount(x - x.min())`` gives."""
     cdef int64_t j, lo = bins[a], hi = bins[a]
-    for j in range(a, b):
-        if bins[j] < lo:
-            lo = bins[j]
-        elif bins[j] > hi:
-            hi = bins[j]
+    with nogil:
+        for j in range(a, b):
+            if bins[j] < lo:
+                lo = bins[j]
+            elif bins[j] > hi:
+                hi = bins[j]
     out = np.zeros(hi - lo + 1, dtype=np.int64)
     cdef int64_t[::1] o = out
     with nogil:

@@ -236,7 +236,11 @@ def _stationary_dense(q: np.ndarray) -> np.ndarray:
     n = q.shape[0]
     if n == 1:
         return np.ones(1)
-    x = np.linalg.solve(q[:-1, :-1].T, -q[-1, :-1])
+    return _with_last(np.linalg.solve(q[:-1, :-1].T, -q[-1, :-1]))
+
+
+def _with_last(x: np.ndarray) -> np.ndarray:
+    """pi from the solution ``x`` of the reduced equations (``pi_last = 1``): clipped at 0, normalised."""
     pi = np.maximum(np.append(x, 1.0), 0.0)
     return pi / pi.sum()
 
@@ -388,9 +392,7 @@ def stationary_distribution(generator: sp.spmatrix) -> np.ndarray:
     n = q_t.shape[0]
     if n == 1:
         return np.ones(1)
-    x = spsolve(q_t[:-1, :-1].tocsc(), -q_t[:-1, -1].toarray().ravel(), permc_spec="COLAMD")
-    pi = np.maximum(np.append(x, 1.0), 0.0)
-    return pi / pi.sum()
+    return _with_last(spsolve(q_t[:-1, :-1].tocsc(), -q_t[:-1, -1].toarray().ravel(), permc_spec="COLAMD"))
 
 
 @dataclass
@@ -450,11 +452,11 @@ def solve(s: int, k: int, l_: int, mu: float, max_states: int = MAX_STATES, meth
     """:func:`ctmc_stability` of validated parameters (e.g. the fields of a BarrierSystem; no checks)."""
     chain = _build(s, k, l_, max_states)
     t0 = time.perf_counter()
-    pi = chain.stationary(method)
+    q = chain.dense_generator() if chain.size <= DENSE_MAX_STATES else None      # built once, for both uses
+    pi = _stationary_dense(q) if q is not None and method in ("auto", "dense") else chain.stationary(method)
     seconds_solve = time.perf_counter() - t0
     # relative balance residual |pi Q| / (pi . exit rates), a convergence check
-    q = chain.dense_generator() if chain.size <= DENSE_MAX_STATES else chain.generator
-    residual = float(np.abs(q.T @ pi).max() / (pi @ chain.busy_workers))
+    residual = float(np.abs((q if q is not None else chain.generator).T @ pi).max() / (pi @ chain.busy_workers))
     lam = float(pi @ chain.start_rates) * mu
     total, useful = exp_server_time_per_job(k, l_, mu)
     return CTMCStability(s, k, l_, mu, lam, lam * total / s, lam * useful / s,

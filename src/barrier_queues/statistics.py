@@ -580,9 +580,8 @@ class RunAccumulator:
         else:
             cols = self._columns(arrival, start, departure, work, useful, completed, held, first_spacing, drop, lo)
         index = self.tail["waiting"].index
-        bins = [index(cols[i]) for i in range(len(METRICS))]
-        values = dict(zip(METRICS, cols, strict=False))
-        bins = dict(zip(METRICS, bins, strict=True))
+        values = dict(zip(METRICS, cols, strict=False))             # the reference's cols hold every column
+        bins = {name: index(v) for name, v in values.items()}
         arrival, start = arrival[drop:], start[drop:]
         seg = (lo + np.arange(m)) // self.segment
         cuts = np.r_[0, np.flatnonzero(np.diff(seg)) + 1, m]
