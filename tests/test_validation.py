@@ -64,6 +64,8 @@ CASES = [
     (lambda: bq.exp_order_stat_mgf(0.1, 1, 0), "n must be an integer >= 1 (got 0)"),
     (lambda: bq.server_time_per_job(bq.Exponential(1), 4, 6), "needed must be an integer with 1 <= needed"),
     (lambda: bq.build_backlogged_chain(8, 4, 2).stationary("power"), "method must be 'auto', 'dense', 'levels'"),
+    (lambda: bq.build_backlogged_chain(32, 16, 16).stationary("dense"),
+     "method 'dense' takes chains of at most 2,000 states (this one has 9,562)"),
 ]
 
 
