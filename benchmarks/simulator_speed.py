@@ -44,6 +44,10 @@ import tempfile
 import time
 from pathlib import Path
 
+#: the command users run: the installed ``barrier-queues`` script beside this Python (``python -m
+#: barrier_queues.cli`` if it is missing, which also compiles cli.py on every start, about 10 ms)
+CLI = ([script] if (script := shutil.which("barrier-queues", path=os.path.dirname(sys.executable)))
+       else [sys.executable, "-m", "barrier_queues.cli"])
 #: (name, our CLI options, forkulator options or None): the paper's kinds of system, s from 12 to 32
 CONFIGS = [
     ("1-barrier s=16 k=4 rho=0.7", "-s 16 -k 4 --arrival-rate 2.8", "-q b -w 16 -t 4 -A x 2.8 -S x 1.0"),
@@ -77,7 +81,7 @@ def run_process(cmd: list[str], cwd=None) -> tuple[float, float, str]:
 
 
 def ours(options: str, jobs: int, extra: str = "") -> list[str]:
-    return [sys.executable, "-m", "barrier_queues.cli", "simulate", *options.split(), *extra.split(),
+    return [*CLI, "simulate", *options.split(), *extra.split(),
             "--jobs", str(jobs), "--seed", "1", "--json"]
 
 
@@ -124,7 +128,7 @@ def to_precision(target: float, fk: Path | None) -> None:
     print(head + (" forkulator -i 100, same jobs (s) | speed-up |" if fk else ""))
     print("|---|---:|---:|---|---:|" + ("---:|---:|" if fk else ""))
     for name, mine, theirs in CONFIGS:
-        seconds, _, text = run_process([sys.executable, "-m", "barrier_queues.cli", "simulate", *mine.split(),
+        seconds, _, text = run_process([*CLI, "simulate", *mine.split(),
                                          "--precision", str(target), "--seed", "1", "--json"])
         info = json.loads(text)["precision"]
         row = (f"| {name} | {info['jobs_used']:,} | {info['replications']:,} | {'yes' if info['met'] else 'no'} "
@@ -153,11 +157,11 @@ def quick_answers(repeat: int) -> None:
     print("|---|---:|---:|")
     base, _, _ = median_run([sys.executable, "-c", "import numpy"], repeat)
     for label, cmd in (("python -c 'import numpy'", [sys.executable, "-c", "import numpy"]),
-                       ("barrier-queues --help", [sys.executable, "-m", "barrier_queues.cli", "--help"]),
+                       ("barrier-queues --help", [*CLI, "--help"]),
                        ("barrier-queues stability -s 16 -k 4", [sys.executable, "-m", "barrier_queues.cli",
                                                                  "stability", "-s", "16", "-k", "4"]),
                        ("barrier-queues bound -s 16 -k 8 --arrival-rate 1 --epsilon 1e-3",
-                        [sys.executable, "-m", "barrier_queues.cli", "bound", "-s", "16", "-k", "8",
+                        [*CLI, "bound", "-s", "16", "-k", "8",
                          "--arrival-rate", "1", "--epsilon", "1e-3"])):
         seconds, _, _ = median_run(cmd, repeat)
         print(f"| `{label}` | {seconds:.3f} | {seconds / base:.2f} |", flush=True)
@@ -236,7 +240,7 @@ def sweep_speed(jobs: int) -> None:
         print("| spark | pyspark not installed | |")
     for label, extra in runs:
         with tempfile.TemporaryDirectory() as tmp:
-            seconds, _, _ = run_process([sys.executable, "-m", "barrier_queues.cli", "sweep", *grid, *extra,
+            seconds, _, _ = run_process([*CLI, "sweep", *grid, *extra,
                                          "--out", f"{tmp}/sweep"])
         base = base or seconds
         print(f"| {label} | {seconds:.1f} | {base / seconds:.2f} |", flush=True)

@@ -3,6 +3,8 @@
 import contextlib
 import io
 import json
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -615,3 +617,17 @@ def test_an_unseeded_run_reports_the_seed_it_drew_and_that_seed_repeats_it(extra
     again = json.loads(run(*base, "--seed", str(first["seed"])).stdout)
     key = "mean_sojourn" if "--saturated" not in extra else "lambda_max"
     assert again[key] == first[key] and again["seed"] == first["seed"]
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    """``barrier-queues ... | head -1``: the command ends quietly (status 1, nothing on stderr), through the
+    installed entry point and through ``python -m barrier_queues.cli`` alike."""
+    exe = shutil.which("barrier-queues", path=os.path.dirname(sys.executable))
+    assert exe is not None
+    for cmd in ([exe], [sys.executable, "-m", "barrier_queues.cli"]):
+        proc = subprocess.Popen([*cmd, "simulate", "-s", "8", "-k", "2", "--arrival-rate", "1", "--jobs", "2000",
+                                 "--seed", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc.stdout.close()                 # the reader leaves before anything is printed
+        err = proc.stderr.read()
+        assert proc.wait(timeout=120) == 1, err
+        assert err == b""

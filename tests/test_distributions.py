@@ -64,3 +64,30 @@ def test_empirical_spec_reads_a_file(tmp_path):
     law = bq.parse_task_distribution(f"empirical:file={f}")
     assert law.mean() == pytest.approx(1.5)
     assert law.describe() == {"law": "empirical", "n": 3, "mean": 1.5}
+
+
+@pytest.mark.parametrize("probs", [[0.9, 0.1], [0.2, 0.0, 0.8], [1.0], [1 / 3] * 3, [0.125] * 8, [0.1] * 10,
+                                   [0.5, 0.5, 0.0], [1e-9, 1 - 1e-9]])
+@pytest.mark.parametrize("size", [None, 0, 1, 5_000, (3, 7)])
+def test_categorical_draws_are_numpys_choice_bit_for_bit(probs, size):
+    """``categorical`` equals ``Generator.choice(len(p), size, p=p)``: the same indices, and the stream left
+    where choice leaves it (the next draw is the same)."""
+    from barrier_queues.distributions import categorical
+
+    ours, numpys = np.random.default_rng(8), np.random.default_rng(8)
+    got = categorical(ours, probs, size)
+    want = numpys.choice(len(probs), size=size, p=probs)
+    np.testing.assert_array_equal(got, want)
+    assert ours.random() == numpys.random()
+
+
+def test_the_hyperexponential_draws_are_the_choice_then_exponential_ones_bit_for_bit():
+    """The law's draws: phases as ``choice`` draws them, then unit exponentials divided by the phase's rate."""
+    law = bq.HyperExponential([0.6, 0.3, 0.1], [3.0, 1.0, 0.1])
+    rng = np.random.default_rng(2)
+    phase = rng.choice(3, size=10_000, p=law.probs)
+    want = rng.exponential(1.0, 10_000) / law.rates[phase]
+    np.testing.assert_array_equal(law.rvs(size=10_000, random_state=np.random.default_rng(2)), want)
+    rng = np.random.default_rng(2)
+    phase = rng.choice(3, p=law.probs)
+    assert law.rvs(random_state=np.random.default_rng(2)) == rng.exponential(1.0) / law.rates[phase]

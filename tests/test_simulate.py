@@ -13,6 +13,7 @@ from barrier_queues.overhead import OverheadModel
 from barrier_queues.rules import reference_rule
 from barrier_queues.runs import run_inputs, run_replication
 from barrier_queues.saturated import saturated_throughput
+from barrier_queues.schedulers import central
 from barrier_queues.schedulers.central import simulate_reference
 from barrier_queues.schedulers.sampling import simulate_sampling_reference
 from barrier_queues.simulate import simulate, simulate_many, trace
@@ -113,6 +114,66 @@ def test_central_kernel_equals_plain_python_reference_bit_for_bit(name):
         np.testing.assert_array_equal(rep.jobs[key], np.asarray(ref[key]), err_msg=key)
     for key in ("start", "end"):           # one row per task, in job and task order (worker ids may differ)
         np.testing.assert_array_equal(rep.trace[key].to_numpy(), np.asarray(tr[key]), err_msg=key)
+
+
+@pytest.mark.parametrize("name", CENTRAL)
+def test_central_kernel_without_a_trace_equals_the_reference_bit_for_bit(name):
+    """Without a trace the kernel keeps the free times in an ascending array (up to SORTED_FREE_MAX workers),
+    with a trace (above) in a heap: both equal the reference."""
+    cfg = S(**CENTRAL[name])
+    assert cfg.servers <= central.SORTED_FREE_MAX
+    rep = run_replication(cfg, 3000, np.random.default_rng(99), keep_jobs=True, warmup=0)
+    ref = _reference_central(cfg, 3000, 99)
+    for key in KEYS:
+        np.testing.assert_array_equal(rep.jobs[key], np.asarray(ref[key]), err_msg=key)
+
+
+@pytest.mark.parametrize("cfg", [S(central.SORTED_FREE_MAX + 1, 8, arrival_rate=6.0),
+                                 S(80, 10, barriers=2, barrier_fraction=0.5, arrival_rate=5.0),
+                                 S(96, 1, arrival_rate=80.0, overhead="event")],
+                         ids=["1-barrier", "hybrid 2-barrier", "M/M/96 event overhead"])
+def test_central_kernel_with_many_workers_equals_the_reference_bit_for_bit(cfg):
+    """Above SORTED_FREE_MAX workers the kernel keeps its heap without a trace too."""
+    rep = run_replication(cfg, 4000, np.random.default_rng(3), keep_jobs=True, warmup=0)
+    ref = _reference_central(cfg, 4000, 3)
+    for key in KEYS:
+        np.testing.assert_array_equal(rep.jobs[key], np.asarray(ref[key]), err_msg=key)
+
+
+@pytest.mark.parametrize("name", ["1-barrier", "2-barrier", "hybrid", "non-barrier", "heterogeneous",
+                                  "event overhead hybrid", "knee heterogeneous", "phases spark 2-barrier"])
+def test_the_sorted_free_times_equal_the_heap_chunk_after_chunk(name):
+    """The kernel's two layouts of the free times, fed the same chunks with their state carried from chunk to
+    chunk (a heap's state may enter the sorted layout): the same outputs, bit for bit."""
+    from barrier_queues.kernels import kernels_module
+    from barrier_queues.rules import kernel_params
+    from barrier_queues.schedulers.base import job_outputs
+
+    cfg = S(**CENTRAL[name])
+    rng = np.random.default_rng(11)
+    chunks, start = [], 0.0
+    for _ in range(4):
+        chunks.append(draw_jobs(cfg, 700, rng, start_time=start))
+        start = chunks[-1]["arrival"][-1]
+    code, stragglers, params = kernel_params(cfg)
+    outs = {}
+    for layouts in ((False,) * 4, (True,) * 4, (False, True, False, True)):
+        key, ids, state, got = np.zeros(cfg.servers), np.arange(cfg.servers), np.zeros(1), []
+        for i, (c, layout) in enumerate(zip(chunks, layouts, strict=True)):
+            out = job_outputs(c["arrival"].size)
+            following = chunks[i + 1]["arrival"] if i + 1 < len(chunks) else np.empty(0)
+            kernels_module().run_chunk(
+                c["arrival"], c["tasks"], c["barrier"], c["times"], c["offsets"], cfg.phases, code, stragglers,
+                np.asarray(params), cfg.barriers == 2, cfg.overhead == "event", cfg.revive_interval or 1.0, 0.3,
+                following, key, ids, state, out["start"], out["departure"], out["work"], out["useful"],
+                out["completed"], np.empty(0, dtype=np.int64), np.empty(0), np.empty(0), layout)
+            got.append(out)
+        outs[layouts] = got
+    heap = outs[(False,) * 4]
+    for other in list(outs)[1:]:
+        for a, b in zip(heap, outs[other], strict=True):
+            for k in KEYS:
+                np.testing.assert_array_equal(a[k], b[k], err_msg=f"{k} {other}")
 
 
 @pytest.mark.parametrize("name", SAMPLED)

@@ -267,3 +267,52 @@ def test_the_compiled_accumulator_equals_its_numpy_reference_bit_for_bit(jobs, w
         (ref.last_arrival, ref.last_start, ref.last_departure, ref.seen)
     if classes:
         assert fast.classes[0].tobytes() == ref.classes[0].tobytes()
+
+
+def test_the_compiled_histogram_bins_equal_numpy_bit_for_bit():
+    """``log_bins`` (compiled) against ``LogHistogram.index`` (numpy) on the edge values and on values
+    spread over 600 decades, bin boundaries ``floor g^i`` and their neighbours included."""
+    from barrier_queues.kernels import kernels_module
+
+    h = LogHistogram(1e-6, 0.005)
+    rng = np.random.default_rng(4)
+    g = (1 + h.alpha) / (1 - h.alpha)
+    edges = h.floor * g ** np.arange(-5, 400)
+    values = np.concatenate([
+        [0.0, -0.0, -1.0, np.nan, h.floor, np.nextafter(h.floor, 0), np.nextafter(h.floor, 1), 5e-324, 1e300],
+        edges, np.nextafter(edges, 0), np.nextafter(edges, np.inf),
+        10 ** rng.uniform(-300, 300, 200_000), rng.exponential(1.0, 200_000)])
+    values = np.vstack([values, values[::-1], rng.permutation(values)])
+    out = np.empty(values.shape, dtype=np.int64)
+    kernels_module().log_bins(values, h.floor, h.log_gamma, out)
+    for row, got in zip(values, out, strict=True):
+        np.testing.assert_array_equal(got, h.index(row))
+    assert out.min() == 0 and out.max() > 1000
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 8, 9, 16, 129, 1000, 9000, 30_000])
+def test_the_compiled_class_sums_and_counts_equal_numpys_masked_ones_bit_for_bit(n):
+    """``class_piece`` (compiled) against numpy's masked sums and bincounts, on pieces from one value to
+    several of numpy's pairwise blocks, with a rare class (a few jobs) and a class without jobs."""
+    from barrier_queues.kernels import kernels_module
+
+    rng = np.random.default_rng(n)
+    values = np.ascontiguousarray(rng.exponential(1.0, (3, n + 10)) * 10 ** rng.uniform(-4, 4, (3, n + 10)))
+    cls = rng.choice(3, size=n + 10, p=[0.6, 0.399, 0.001]).astype(np.int64)
+    bins = np.ascontiguousarray(rng.integers(0, 400, (3, n + 10)))
+    a, b = 5, n + 5
+    out = np.full((4, 4), np.nan)
+    counted = {(c, i): (lo, counts) for c, i, lo, counts in
+               kernels_module().class_piece(values, bins, cls, a, b, out)}
+    for c in range(4):
+        mask = cls[a:b] == c
+        assert out[c, 3] == mask.sum()
+        for i in range(3):
+            assert out[c, i] == (values[i, a:b][mask].sum() if mask.any() else 0.0), (c, i)
+            if not mask.any():
+                assert (c, i) not in counted
+                continue
+            sel = bins[i, a:b][mask]
+            lo, counts = counted[(c, i)]
+            assert lo == sel.min()
+            np.testing.assert_array_equal(counts, np.bincount(sel - sel.min()))

@@ -52,7 +52,10 @@ at ``t + run[i]`` (1 barrier) or ``t + D`` (2 barriers). A non-barrier job's
 tasks in turn take the earliest free worker. With the event-accurate Spark
 overhead a barrier job of k > 1 tasks that had to wait for workers starts at
 the first global offer at or after ``tau`` (revive tick ``phase + n R`` or
-job arrival); a 1-task job starts at ``tau``.
+job arrival); a 1-task job starts at ``tau``. The free times are a heap, or,
+for at most ``SORTED_FREE_MAX`` workers and no trace, an ascending array
+(``tau`` is read at index k - 1; a new free time moves the smaller ones down
+a slot): the same free times, hence the same outputs.
 
 **Batch sampling with late binding** (:func:`run_sampling`; EXTENSIONS.md
 section 2): every worker has a FIFO queue of reservations; an arriving job
@@ -68,7 +71,7 @@ before arrivals; arriving jobs' idle probed workers look in worker order.
 
 import numpy as np
 
-from libc.math cimport INFINITY, ceil, fabs, floor
+from libc.math cimport INFINITY, ceil, fabs, floor, log
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy, memmove

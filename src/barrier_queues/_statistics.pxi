@@ -105,6 +105,24 @@ def accumulate_chunk(const double[::1] arrival, const double[::1] start, const d
     free(row)
 
 
+def log_bins(const double[:, ::1] values, double floor_value, double log_gamma, int64_t[:, ::1] out):
+    """Each value's histogram bin, without the GIL: ``ceil(log(x / floor) / log_gamma)`` above ``floor``,
+    else 0 (NaN too); what ``LogHistogram.index`` computes with numpy, operation for operation (numpy's
+    float64 logarithm is the C library's ``log`` on x86-64 without AVX-512, tested bit for bit against it
+    there). A value at or below ``floor`` skips the logarithm: its bin is 0 either way (``log`` of at most
+    1 is at most 0)."""
+    cdef int64_t r, j
+    cdef double x
+    with nogil:
+        for r in range(values.shape[0]):
+            for j in range(values.shape[1]):
+                x = values[r, j]
+                if x > floor_value:
+                    out[r, j] = <int64_t> ceil(log(x / floor_value) / log_gamma)
+                else:
+                    out[r, j] = 0
+
+
 def bin_counts(const int64_t[::1] bins, int64_t a, int64_t b):
     """``(lo, counts)`` of ``bins[a:b]`` (not empty): the smallest bin and the count of every bin from it to
     the largest, what ``np.bincount(x - x.min())`` gives."""
@@ -121,3 +139,86 @@ def bin_counts(const int64_t[::1] bins, int64_t a, int64_t b):
         for j in range(a, b):
             o[bins[j] - lo] += 1
     return lo, out
+
+
+
+def class_piece(const double[:, ::1] values, const int64_t[:, ::1] bins, const int64_t[::1] cls, int64_t a,
+                int64_t b, double[:, ::1] out):
+    """One piece ``a:b`` of a chunk by job class ``c`` (``0 <= cls < out.shape[0]``).
+
+    Sums: ``out[c, i]`` = numpy's ``values[i, a:b][cls[a:b] == c].sum()`` (the class's values in job
+    order, pairwise-summed as numpy sums a contiguous array), ``out[c, -1]`` = their count. Bins: returns
+    ``[(c, i, lo, counts)]``, :func:`bin_counts` of ``bins[i, a:b]`` over the class's jobs, for every class
+    with jobs. The jobs are first grouped by class, in order (a counting sort), so that no loop branches
+    on the class.
+    """
+    cdef int64_t rows = values.shape[0], classes = out.shape[0], n = b - a, c, i, j, lo, hi, x
+    cdef int64_t* order
+    cdef int64_t* start
+    cdef int64_t* fill
+    cdef double* row
+    cdef int64_t* brow
+    result = []
+    if n <= 0:
+        return result
+    order = <int64_t*>malloc(n * sizeof(int64_t))
+    start = <int64_t*>malloc((classes + 1) * sizeof(int64_t))
+    fill = <int64_t*>malloc(classes * sizeof(int64_t))
+    row = <double*>malloc(n * sizeof(double))
+    brow = <int64_t*>malloc(n * sizeof(int64_t))
+    if order == NULL or start == NULL or fill == NULL or row == NULL or brow == NULL:
+        free(order)
+        free(start)
+        free(fill)
+        free(row)
+        free(brow)
+        raise MemoryError()
+    with nogil:
+        for c in range(classes + 1):
+            start[c] = 0
+        for j in range(a, b):
+            start[cls[j] + 1] += 1
+        for c in range(classes):
+            start[c + 1] += start[c]
+            fill[c] = start[c]
+        for j in range(a, b):
+            order[fill[cls[j]]] = j
+            fill[cls[j]] += 1
+        for i in range(rows):
+            for j in range(n):
+                row[j] = values[i, order[j]]
+            for c in range(classes):
+                out[c, i] = _pairwise_sum(row + start[c], start[c + 1] - start[c]) if start[c + 1] > start[c] else 0.0
+        for c in range(classes):
+            out[c, rows] = <double>(start[c + 1] - start[c])
+    for i in range(rows):
+        with nogil:
+            for j in range(n):
+                brow[j] = bins[i, order[j]]
+        for c in range(classes):
+            if start[c + 1] == start[c]:
+                continue
+            lo = hi = brow[start[c]]
+            with nogil:
+                for j in range(start[c], start[c + 1]):
+                    x = brow[j]
+                    if x < lo:
+                        lo = x
+                    elif x > hi:
+                        hi = x
+            counts = np.zeros(hi - lo + 1, dtype=np.int64)
+            _count_into(counts, brow + start[c], start[c + 1] - start[c], lo)
+            result.append((c, i, lo, counts))
+    free(order)
+    free(start)
+    free(fill)
+    free(row)
+    free(brow)
+    return result
+
+
+cdef void _count_into(int64_t[::1] counts, const int64_t* x, int64_t n, int64_t lo) noexcept:
+    cdef int64_t j
+    with nogil:
+        for j in range(n):
+            counts[x[j] - lo] += 1

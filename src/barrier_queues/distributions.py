@@ -77,6 +77,31 @@ def _rng(random_state) -> np.random.Generator:
     return np.random.default_rng(random_state)
 
 
+#: categorical draws of at most this many categories compare with the CDF instead of searching it
+COMPARE_MAX = 8
+
+
+def categorical(rng: np.random.Generator, probs, size=None):
+    """Indices drawn with probabilities ``probs``: ``rng.choice(len(probs), size, p=probs)``, bit for bit.
+
+    The same uniforms in the same order and the same CDF as numpy's
+    ``Generator.choice`` (``cdf = cumsum(p) / its last value``, index = how
+    many CDF values are at most the uniform, ``searchsorted(side="right")``),
+    tested against it. For a few categories the index is a sum of comparisons
+    in ``uint8``, a few times faster than numpy's search for 2-phase laws
+    (it was most of the bimodal law's draws); more take numpy's search.
+    """
+    cdf = np.cumsum(np.asarray(probs, dtype=np.float64))
+    cdf /= cdf[-1]
+    u = rng.random(size)
+    if size is None or cdf.size > COMPARE_MAX:
+        return cdf.searchsorted(u, side="right")
+    index = np.zeros(u.shape, dtype=np.uint8)
+    for c in cdf[:-1]:          # the last CDF value is 1.0, above every uniform in [0, 1)
+        index += u >= c
+    return index
+
+
 class Exponential(TaskDistribution):
     """Exp(rate): mean 1/rate (time units)."""
 
@@ -149,8 +174,12 @@ class HyperExponential(TaskDistribution):
 
     def rvs(self, size=None, random_state=None):
         rng = _rng(random_state)
-        phase = rng.choice(self.rates.size, size=size, p=self.probs)
-        return rng.exponential(1.0, size) / self.rates[phase]
+        phase = categorical(rng, self.probs, size)
+        x = rng.exponential(1.0, size)
+        if size is None:
+            return x / self.rates[phase]
+        x /= self.rates.take(phase)
+        return x
 
     def describe(self):
         return {"law": self.name, "probs": self.probs.tolist(), "rates": self.rates.tolist()}

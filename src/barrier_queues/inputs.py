@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._validation import check_int
+from .distributions import categorical
 
 if TYPE_CHECKING:                 # annotations only: the system imports the schedulers, which import this
     from .system import BarrierSystem
@@ -84,7 +85,7 @@ def draw_jobs(system: BarrierSystem, n: int, rng: np.random.Generator, start_tim
     if system.tasks_pmf is None:
         tasks = np.full(n, system.tasks, dtype=np.int64)
     else:
-        tasks = system.ks[rng.choice(system.ks.size, size=n, p=system.pk)]
+        tasks = system.ks.take(categorical(rng, system.pk, n))
     if system.barrier_fraction == 1:
         barrier = np.ones(n, dtype=np.bool_)
     elif system.barrier_fraction == 0:
@@ -110,7 +111,7 @@ def _draw_classes(system: BarrierSystem, n: int, rng: np.random.Generator, arriv
     class order (``k_c`` draws per job, or one shared draw repeated ``k_c`` times)."""
     classes = system.workload
     shares = np.array([c.share for c in classes])
-    cls = rng.choice(len(classes), size=n, p=shares) if len(classes) > 1 else np.zeros(n, dtype=np.int64)
+    cls = categorical(rng, shares, n) if len(classes) > 1 else np.zeros(n, dtype=np.int64)
     ks = np.array([c.tasks for c in classes], dtype=np.int64)
     tasks = ks[cls]
     barrier = np.array([c.barrier for c in classes], dtype=np.bool_)[cls]

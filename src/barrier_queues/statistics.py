@@ -528,11 +528,26 @@ class RunAccumulator:
             return self.hist[sg] if sg < self.kept else self.tail
         return self.class_hist[c][sg] if sg < self.kept else self.class_tail[c]
 
-    def _add_classes(self, seg: np.ndarray, cuts: np.ndarray, cls: np.ndarray, values: dict, bins: dict) -> None:
+    def _add_classes(self, seg, pieces: list, cls: np.ndarray, values: dict, bins: dict, cols: np.ndarray,
+                     bin_rows: np.ndarray | None) -> None:
         """One chunk's jobs by class: sums per segment and class (the same masked sums as job by job, bit for
-        bit), and histogram counts per (class, segment) from one bincount per metric."""
-        for a, b in zip(cuts[:-1], cuts[1:], strict=True):
-            sg, piece = int(seg[a]), cls[a:b]
+        bit), and histogram counts per (class, segment) from one bincount per metric (compiled: the
+        ``class_piece`` of each segment's jobs, equal to these bit for bit)."""
+        if self.compiled:
+            from .kernels import kernels_module
+
+            kernels = kernels_module()
+            cls = np.ascontiguousarray(cls, dtype=np.int64)
+            out = np.empty((self.classes, len(METRICS) + 1))
+            for a, b, sg in pieces:
+                counted = kernels.class_piece(cols, bin_rows, cls, a, b, out)
+                for c in np.flatnonzero(out[:, -1]).tolist():
+                    self.class_sums[c, sg] += out[c]
+                for c, i, first, counts in counted:
+                    self._histograms(sg, c)[METRICS[i]]._add_counts(first, counts)
+            return
+        for a, b, sg in pieces:
+            piece = cls[a:b]
             for c in np.unique(piece):
                 mask = piece == c
                 row = self.class_sums[c, sg]
@@ -553,9 +568,10 @@ class RunAccumulator:
 
         The block sums and the metrics come from the compiled
         ``accumulate_chunk`` (without the GIL, so that it overlaps the kernel
-        and the draws) and the histogram counts per segment from the compiled
-        ``bin_counts``; ``compiled=False`` computes both with numpy instead,
-        the reference they equal bit for bit (tested)."""
+        and the draws), the histogram bins from the compiled ``log_bins`` and
+        the counts per segment from the compiled ``bin_counts``;
+        ``compiled=False`` computes all three with numpy instead, the
+        reference they equal bit for bit (tested)."""
         n = arrival.size
         if n == 0:
             return
@@ -570,29 +586,35 @@ class RunAccumulator:
         if self.compiled:
             from .kernels import kernels_module
 
+            kernels = kernels_module()
             cols = np.empty((len(METRICS), m))
             arrival, start, departure, work, useful, held = (
                 np.ascontiguousarray(x, dtype=np.float64) for x in
                 (arrival, start, departure, work, useful, np.empty(0) if held is None else held))
-            kernels_module().accumulate_chunk(
+            kernels.accumulate_chunk(
                 arrival, start, departure, work, useful, np.ascontiguousarray(completed, dtype=np.int64), held,
                 float(first_spacing), drop, lo, self.block, self.blocks, cols)
+            bin_rows = np.empty(cols.shape, dtype=np.int64)
+            kernels.log_bins(cols, self.floor, self.tail["waiting"].log_gamma, bin_rows)
+            bins = dict(zip(METRICS, bin_rows, strict=True))
         else:
             cols = self._columns(arrival, start, departure, work, useful, completed, held, first_spacing, drop, lo)
-        index = self.tail["waiting"].index
+            index = self.tail["waiting"].index
+            bins, bin_rows = {name: index(v) for name, v in zip(METRICS, cols, strict=False)}, None
         values = dict(zip(METRICS, cols, strict=False))             # the reference's cols hold every column
-        bins = {name: index(v) for name, v in values.items()}
         arrival, start = arrival[drop:], start[drop:]
-        seg = (lo + np.arange(m)) // self.segment
-        cuts = np.r_[0, np.flatnonzero(np.diff(seg)) + 1, m]
-        for a in cuts[:-1].tolist():
-            sg = int(seg[a])
+        # the chunk's pieces: measured jobs lo .. lo + m - 1 cut where a segment starts (at multiples of it)
+        first = lo // self.segment
+        cuts = np.r_[0, np.arange((first + 1) * self.segment - lo, m, self.segment), m]
+        pieces = [(a, b, first + i) for i, (a, b) in enumerate(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True))]
+        for a, _, sg in pieces:
             if lo + a == sg * self.segment:
                 self.arrival_at[sg] = arrival[a]
                 self.start_at[sg] = start[a]
-        self._add_bins(seg, cuts, bins)
+        seg = None if self.compiled else (lo + np.arange(m)) // self.segment     # the references' per job
+        self._add_bins(seg, pieces, bins)
         if self.class_sums is not None:
-            self._add_classes(seg, cuts, np.asarray(classes)[drop:], values, bins)
+            self._add_classes(seg, pieces, np.asarray(classes)[drop:], values, bins, cols, bin_rows)
         self.last_arrival, self.last_start = arrival[-1], start[-1]
         self.last_departure = max(self.last_departure, float(departure[drop:].max()))
 
@@ -614,15 +636,15 @@ class RunAccumulator:
         self.blocks[:, ids[0]:ids[-1] + 1] += np.add.reduceat(cols, starts, axis=1)
         return cols
 
-    def _add_bins(self, seg: np.ndarray, cuts: np.ndarray, bins: dict) -> None:
+    def _add_bins(self, seg, pieces: list, bins: dict) -> None:
         """Count each segment's bins into its histograms (compiled: segment by segment; reference: one
         bincount for the chunk, :func:`grouped_bin_counts`; the same counts)."""
         if self.compiled:
             from .kernels import kernels_module
 
             count = kernels_module().bin_counts
-            for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
-                hists = self._histograms(int(seg[a]))
+            for a, b, sg in pieces:
+                hists = self._histograms(sg)
                 for name in METRICS:
                     hists[name]._add_counts(*count(bins[name], a, b))
             return

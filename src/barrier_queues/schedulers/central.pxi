@@ -76,6 +76,32 @@ def next_offer(double tau, double revive, double phase, const double[::1] arriva
 
 
 
+# the free times as an ascending array (s <= SORTED_FREE_MAX, no trace): the k-th earliest is read, not
+# popped, and a new free time moves the smaller ones down by one slot. No worker ids are kept (a trace
+# takes the heap). The outputs are those of the heap: both hold the same free times.
+
+cdef inline void _sort_ascending(double* key, int64_t n) noexcept nogil:
+    cdef int64_t i, j
+    cdef double x
+    for i in range(1, n):
+        x = key[i]
+        j = i
+        while j > 0 and key[j - 1] > x:
+            key[j] = key[j - 1]
+            j -= 1
+        key[j] = x
+
+
+cdef inline void _insert_sorted(double* key, int64_t n, int64_t slot, double value) noexcept nogil:
+    """``key[slot]`` is free and ``key[slot + 1:n]`` ascending: put ``value`` in, moving the smaller ones
+    down one slot, so that ``key[slot:n]`` is ascending."""
+    cdef int64_t i = slot
+    while i + 1 < n and key[i + 1] < value:
+        key[i] = key[i + 1]
+        i += 1
+    key[i] = value
+
+
 # the central FIFO queue
 
 cdef int _run_chunk(const double* arrivals, int64_t n_jobs, const int64_t* tasks, const unsigned char* barrier,
@@ -84,7 +110,7 @@ cdef int _run_chunk(const double* arrivals, int64_t n_jobs, const int64_t* tasks
                     double* heap_key, int64_t* heap_id, int64_t s, double* state,
                     double* out_start, double* out_departure, double* out_work, double* out_useful,
                     int64_t* out_completed, bint do_trace, int64_t* trace_worker, double* trace_start,
-                    double* trace_end) noexcept nogil:
+                    double* trace_end, bint sorted_free) noexcept nogil:
     cdef int64_t kmax = 1
     cdef int64_t j, i, k, o, n, ptr = 0, completed, worker
     for j in range(n_jobs):
@@ -100,13 +126,30 @@ cdef int _run_chunk(const double* arrivals, int64_t n_jobs, const int64_t* tasks
         return -1
     cdef double last = state[0]
     cdef double a, ready, work, tau, t, d, useful, free_at, start, departure, x, end
+    if sorted_free:                       # any heap order in, ascending free times out
+        _sort_ascending(heap_key, s)
     for j in range(n_jobs):
         a = arrivals[j]
         k = tasks[j]
         o = offsets[j]
         ready = a if a > last else last
         work = 0.0
-        if barrier[j]:
+        if barrier[j] and sorted_free:
+            tau = heap_key[k - 1]         # the k earliest-free workers are the first k
+            t = ready
+            if tau > ready:
+                t = tau
+                if event_overhead and k > 1:
+                    if ptr < j + 1:
+                        ptr = j + 1
+                    t = _next_offer(tau, revive, phase, arrivals, n_jobs, next_arrivals, n_next, &ptr)
+            d = _job_service(times, o, k, sv, run, scratch, &completed, &useful)
+            for i in range(k):            # their new free times (all >= tau) fill the k freed slots
+                work += run[i]
+                _insert_sorted(heap_key, s, k - 1 - i, t + (d if two_barrier else run[i]))
+            start = t
+            departure = t + d
+        elif barrier[j]:
             n = s
             for i in range(k - 1):        # the k - 1 earliest-free workers leave the heap ...
                 tmp_id[i] = heap_id[0]
@@ -152,8 +195,11 @@ cdef int _run_chunk(const double* arrivals, int64_t n_jobs, const int64_t* tasks
                 x = times[o + i]
                 end = start + x
                 worker = heap_id[0]
-                heap_key[0] = end         # replace the root, then restore the heap
-                _sift_down(heap_key, heap_id, s, 0)
+                if sorted_free:           # the earliest-free worker's slot takes its new free time
+                    _insert_sorted(heap_key, s, 0, end)
+                else:                     # replace the root, then restore the heap
+                    heap_key[0] = end
+                    _sift_down(heap_key, heap_id, s, 0)
                 work += x
                 if end > departure:
                     departure = end
@@ -182,13 +228,16 @@ def run_chunk(const double[::1] arrivals, const int64_t[::1] tasks, const unsign
               double phase, const double[::1] next_arrivals, double[::1] heap_key, int64_t[::1] heap_id,
               double[::1] state, double[::1] out_start, double[::1] out_departure, double[::1] out_work,
               double[::1] out_useful, int64_t[::1] out_completed, int64_t[::1] trace_worker,
-              double[::1] trace_start, double[::1] trace_end):
+              double[::1] trace_start, double[::1] trace_end, bint sorted_free=False):
     """Simulate one chunk of jobs under the central FIFO queue (module docstring), without the GIL.
 
     ``params`` = (min_fraction, min_wait, knee_gain, timeout, spark_sync, poll);
     ``state[0]`` is the start of the previous job's last task. The trace
     arrays have length ``times.size`` (per draw; the first ``k`` of a job's
-    draws hold its tasks) or 0.
+    draws hold its tasks) or 0. ``sorted_free`` keeps the free times as an
+    ascending array instead of a heap (faster for few workers; the same
+    outputs; ignored with a trace, which needs the heap's worker ids); the
+    state passed in may be either, the heap keys come out ascending then.
     """
     cdef Service sv = _service(phases, policy, stragglers, params)
     cdef int64_t n_jobs = arrivals.shape[0]
@@ -205,7 +254,7 @@ def run_chunk(const double[::1] arrivals, const int64_t[::1] tasks, const unsign
                             two_barrier, event_overhead, revive, phase, nxt, next_arrivals.shape[0],
                             &heap_key[0], &heap_id[0], heap_key.shape[0], &state[0], &out_start[0],
                             &out_departure[0], &out_work[0], &out_useful[0], &out_completed[0], do_trace, tw, ts,
-                            te)
+                            te, sorted_free and not do_trace)
     if status != 0:
         raise MemoryError("the simulation kernel could not allocate its per-job buffers")
 
