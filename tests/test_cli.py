@@ -631,3 +631,24 @@ def test_a_reader_that_leaves_early_gets_no_traceback():
         err = proc.stderr.read()
         assert proc.wait(timeout=120) == 1, err
         assert err == b""
+
+
+def test_a_parser_built_for_one_command_is_the_full_parser_for_that_command():
+    """``build_parser(argv)`` adds the options of the command argv names only: the same options, defaults and
+    help as the full parser's, and the other commands still listed (an unknown command's error names them)."""
+    import argparse
+
+    from barrier_queues.cli import _COMMANDS, build_parser
+
+    def commands(parser):
+        return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+
+    full = commands(build_parser())
+    for name in _COMMANDS:
+        one = commands(build_parser([name, "--json"]))
+        assert list(one.choices) == list(full.choices)
+        assert one.choices[name].format_help() == full.choices[name].format_help()
+        assert {a.dest: a.default for a in one.choices[name]._actions} == \
+            {a.dest: a.default for a in full.choices[name]._actions}
+        others = [n for n in _COMMANDS if n != name]
+        assert all(len(one.choices[n]._actions) == 1 for n in others)     # only -h: not built

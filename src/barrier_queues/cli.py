@@ -35,6 +35,7 @@ reason under ``null_values``).
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import math
 import os
@@ -44,6 +45,19 @@ import sys
 from ._validation import ParameterError
 
 PROG = "barrier-queues"
+
+
+#: each command's one-line help (``barrier-queues --help`` lists them)
+COMMAND_HELP = {
+    "stability": "maximum stable load (Table I, CTMC, order statistics)",
+    "simulate": "simulate a barrier system (queue or saturated)",
+    "sweep": "simulate a grid of systems (comma-separated values), locally or on Spark",
+    "bound": "quantile bounds of a 1-barrier system (section III)",
+    "plan": "the k (and l) that minimises delay",
+    "plan-phases": "how many barrier() phases before the sync cost dominates",
+    "spark-bench": "run barrier jobs on a real Spark",
+    "spark-analyze": "summarise a Spark event log",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -62,6 +76,18 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"{PROG}: error: {message}\n")
+
+    def _get_formatter(self):
+        # argparse builds a formatter for every option it adds, each asking the terminal its width; ask once
+        return self.formatter_class(prog=self.prog, width=_help_width())
+
+
+@functools.cache
+def _help_width() -> int:
+    """argparse's default help width (the terminal's columns less 2), looked up once per process."""
+    import shutil
+
+    return shutil.get_terminal_size().columns - 2
 
 
 def _int(name: str, low: int | None = None, high: int | None = None):
@@ -616,7 +642,7 @@ def _run_options(p, saturated: bool = True):
 
 
 def _add_stability(sub) -> None:
-    st = sub.add_parser("stability", help="maximum stable load (Table I, CTMC, order statistics)",
+    st = sub.add_parser("stability", help=COMMAND_HELP["stability"],
                         description="Maximum stable job rate and utilization of a barrier system.")
     _add_system_options(st, ("--servers", "--tasks", "--needed", "--barriers", "--task-rate", "--task-dist",
                              "--release", "--min-fraction", "--min-wait", "--knee-gain", "--timeout", "--phases",
@@ -630,7 +656,7 @@ def _add_stability(sub) -> None:
     st.set_defaults(run=_stability, show=_print_stability)
 
 def _add_simulate(sub) -> None:
-    sim = sub.add_parser("simulate", help="simulate a barrier system (queue or saturated)",
+    sim = sub.add_parser("simulate", help=COMMAND_HELP["simulate"],
                          description="Simulate a barrier system with the compiled kernels.")
     _add_system_options(sim)
     _run_options(sim)
@@ -642,7 +668,7 @@ def _add_simulate(sub) -> None:
     sim.set_defaults(run=_simulate, show=_print_simulation)
 
 def _add_sweep(sub) -> None:
-    sw = sub.add_parser("sweep", help="simulate a grid of systems (comma-separated values), locally or on Spark",
+    sw = sub.add_parser("sweep", help=COMMAND_HELP["sweep"],
                         description="One row per grid point: the options of simulate, numeric ones may be lists.")
     _add_system_options(sw, lists=True)
     _run_options(sw)
@@ -656,7 +682,7 @@ def _add_sweep(sub) -> None:
     sw.set_defaults(run=_sweep, show=_print_sweep)
 
 def _add_bound(sub) -> None:
-    bd = sub.add_parser("bound", help="quantile bounds of a 1-barrier system (section III)",
+    bd = sub.add_parser("bound", help=COMMAND_HELP["bound"],
                         description="Waiting, sojourn and service quantile bounds (network calculus).")
     _add_system_options(bd, BOUND_OPTIONS)
     bd.add_argument("--epsilon", type=_float("epsilon", 0, 1, True, True), required=True,
@@ -666,7 +692,7 @@ def _add_bound(sub) -> None:
     bd.set_defaults(run=_bound, show=_print_bound)
 
 def _add_plan(sub) -> None:
-    pl = sub.add_parser("plan", help="the k (and l) that minimises delay",
+    pl = sub.add_parser("plan", help=COMMAND_HELP["plan"],
                         description="Choose tasks per job for a cluster (task mean s/k, rho = lambda).")
     pl.add_argument("--servers", "-s", type=_int("servers", 1, 1_000_000), required=True)
     pl.add_argument("--utilization", type=_float("utilization", 0, 1, True, True), required=True, help="0 < rho < 1")
@@ -684,7 +710,7 @@ def _add_plan(sub) -> None:
     pl.set_defaults(run=_plan, show=_print_plan)
 
 def _add_plan_phases(sub) -> None:
-    pp = sub.add_parser("plan-phases", help="how many barrier() phases before the sync cost dominates",
+    pp = sub.add_parser("plan-phases", help=COMMAND_HELP["plan-phases"],
                         description="A task's work split into m phases with Spark's polling barrier() between.")
     pp.add_argument("--tasks", "-k", type=_int("tasks", 1, 10_000), required=True)
     pp.add_argument("--task-rate", type=_scale("task-rate"), default=None,
@@ -699,7 +725,7 @@ def _add_plan_phases(sub) -> None:
     pp.set_defaults(run=_plan_phases, show=_print_plan_phases)
 
 def _add_spark_bench(sub) -> None:
-    sb = sub.add_parser("spark-bench", help="run barrier jobs on a real Spark",
+    sb = sub.add_parser("spark-bench", help=COMMAND_HELP["spark-bench"],
                         description="Poisson arrivals of k-task barrier jobs on Spark; writes a run folder.")
     sb.add_argument("--executors", "-s", type=_int("executors", 1, 4096), default=4, help="single-core executors s")
     sb.add_argument("--tasks", "-k", type=_int("tasks", 1, 4096), default=2, help="barrier tasks per job k <= s")
@@ -735,7 +761,7 @@ def _add_spark_bench(sub) -> None:
     sb.set_defaults(run=_spark_bench, show=_print_bench)
 
 def _add_spark_analyze(sub) -> None:
-    sa = sub.add_parser("spark-analyze", help="summarise a Spark event log",
+    sa = sub.add_parser("spark-analyze", help=COMMAND_HELP["spark-analyze"],
                         description="Waiting/sojourn times and blocking overhead from a Spark event log "
                                     "(plain, gzip, zstd or rolled).")
     sa.add_argument("event_log", help="event-log file or rolled event-log directory")
@@ -753,18 +779,29 @@ def _add_spark_analyze(sub) -> None:
     sa.add_argument("--json", action="store_true")
     sa.set_defaults(run=_spark_analyze, show=_print_spark)
 
-def build_parser() -> argparse.ArgumentParser:
+_COMMANDS = {"stability": _add_stability, "simulate": _add_simulate, "sweep": _add_sweep, "bound": _add_bound,
+             "plan": _add_plan, "plan-phases": _add_plan_phases, "spark-bench": _add_spark_bench,
+             "spark-analyze": _add_spark_analyze}
+
+
+def build_parser(argv=None) -> argparse.ArgumentParser:
+    """The command-line parser. Given the arguments ``argv``, only the command they name gets its options
+    (the others are listed with their help): building all eight parsers took about 10 ms of every command."""
     parser = _Parser(prog=PROG, description="Stability, CTMC, simulation and bounds for barrier-mode parallel "
                                             "systems (Walker & Fidler 2025).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
-    for add in (_add_stability, _add_simulate, _add_sweep, _add_bound, _add_plan, _add_plan_phases, _add_spark_bench,
-                _add_spark_analyze):
-        add(sub)
+    chosen = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
+    for name, add in _COMMANDS.items():
+        if chosen not in _COMMANDS or chosen == name:
+            add(sub)
+        else:
+            sub.add_parser(name, help=COMMAND_HELP[name])
     return parser
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         out = args.run(args)

@@ -77,7 +77,8 @@ def draw_jobs(system: BarrierSystem, n: int, rng: np.random.Generator, start_tim
     if saturated:
         arrivals = np.full(n, start_time)
     elif system.arrival == "poisson":
-        arrivals = start_time + np.cumsum(rng.exponential(1.0 / system.arrival_rate, n))
+        arrivals = np.cumsum(rng.exponential(1.0 / system.arrival_rate, n))
+        arrivals += start_time         # in place: the same sums as start_time + cumsum, one array fewer
     else:
         arrivals = start_time + np.arange(1, n + 1) / system.arrival_rate
     if system.workload is not None:

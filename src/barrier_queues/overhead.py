@@ -67,7 +67,8 @@ class OverheadModel:
 
     def rvs(self, size=None, random_state=None):
         rng = np.random.default_rng(random_state)
-        return np.minimum(rng.uniform(0.0, self.revive, size), rng.exponential(1.0 / self.rate, size))
+        u = rng.uniform(0.0, self.revive, size)
+        return np.minimum(u, rng.exponential(1.0 / self.rate, size), out=u if size is not None else None)
 
     def to_dict(self) -> dict:
         return asdict(self)
