@@ -60,3 +60,13 @@ def test_mean_is_accurate_for_every_product_of_rate_and_revive(x):
     m = OverheadModel(1.0, x)
     exact = integrate.quad(lambda t: (1 - t) * math.exp(-x * t), 0, 1, epsabs=0, epsrel=1e-13)[0]
     assert math.isfinite(m.mean()) and m.mean() == pytest.approx(exact, rel=1e-12)
+
+
+def test_the_overhead_draws_are_min_of_a_uniform_and_an_exponential_bit_for_bit():
+    """The paper's overhead min(U(0, R), Exp(lambda)): n uniforms, then n exponentials, from one stream."""
+    model = OverheadModel(0.7, 2.5)
+    rng = np.random.default_rng(6)
+    want = np.minimum(rng.uniform(0.0, 0.7, 5000), rng.exponential(1 / 2.5, 5000))
+    np.testing.assert_array_equal(model.rvs(5000, np.random.default_rng(6)), want)
+    rng = np.random.default_rng(6)
+    assert model.rvs(None, np.random.default_rng(6)) == min(rng.uniform(0.0, 0.7), rng.exponential(1 / 2.5))
