@@ -271,7 +271,8 @@ def test_the_compiled_accumulator_equals_its_numpy_reference_bit_for_bit(jobs, w
 
 def test_the_compiled_histogram_bins_equal_numpy_bit_for_bit():
     """``log_bins`` (compiled) against ``LogHistogram.index`` (numpy) on the edge values and on values
-    spread over 600 decades, bin boundaries ``floor g^i`` and their neighbours included."""
+    spread over 600 decades, bin boundaries ``floor g^i`` and their neighbours included, half of a row's
+    values repeating the row above's (``log_bins`` reuses their bins)."""
     from barrier_queues.kernels import kernels_module
 
     h = LogHistogram(1e-6, 0.005)
@@ -282,7 +283,8 @@ def test_the_compiled_histogram_bins_equal_numpy_bit_for_bit():
         [0.0, -0.0, -1.0, np.nan, h.floor, np.nextafter(h.floor, 0), np.nextafter(h.floor, 1), 5e-324, 1e300],
         edges, np.nextafter(edges, 0), np.nextafter(edges, np.inf),
         10 ** rng.uniform(-300, 300, 200_000), rng.exponential(1.0, 200_000)])
-    values = np.vstack([values, values[::-1], rng.permutation(values)])
+    same = rng.random(values.size) < 0.5          # the row below repeats the value (its bin is reused)
+    values = np.vstack([values, np.where(same, values, values[::-1]), rng.permutation(values)])
     out = np.empty(values.shape, dtype=np.int64)
     kernels_module().log_bins(values, h.floor, h.log_gamma, out)
     for row, got in zip(values, out, strict=True):

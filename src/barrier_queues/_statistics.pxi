@@ -3,9 +3,8 @@
 #
 # The same arithmetic as the accumulator's numpy code, operation for operation, so that both give the same
 # bits (tested on random chunks): the metrics are differences of the kernel's times; block sums are
-# numpy's ``add.reduceat`` (the block's first value plus numpy's pairwise sum of the rest, below). The
-# histogram bins stay with numpy (LogHistogram.index): its logarithm is vectorized, and the same function
-# on every path.
+# numpy's ``add.reduceat`` (the block's first value plus numpy's pairwise sum of the rest, below); the
+# histogram bins are LogHistogram.index's divisions, C logarithm and ceiling.
 
 
 cdef double _pairwise_sum(const double* a, int64_t n) noexcept nogil:
@@ -42,27 +41,6 @@ cdef double _pairwise_sum(const double* a, int64_t n) noexcept nogil:
     return _pairwise_sum(a, n2) + _pairwise_sum(a + n2, n - n2)
 
 
-cdef inline double _column(int64_t r, int64_t i, const double* arrival, const double* start,
-                           const double* departure, const double* work, const double* useful,
-                           const int64_t* completed, const double* held, double first_spacing) noexcept nogil:
-    """Column ``r`` of :data:`~barrier_queues.statistics.COLUMNS` for job ``i`` of the chunk."""
-    if r == 0:
-        return start[i] - arrival[i]
-    if r == 1:
-        return departure[i] - arrival[i]
-    if r == 2:
-        return departure[i] - start[i]
-    if r == 3:
-        return work[i]
-    if r == 4:
-        return useful[i]
-    if r == 5:
-        return <double>completed[i]
-    if r == 6:
-        return held[i] if held != NULL else 0.0
-    return (start[i] - start[i - 1]) if i > 0 else first_spacing
-
-
 def accumulate_chunk(const double[::1] arrival, const double[::1] start, const double[::1] departure,
                      const double[::1] work, const double[::1] useful, const int64_t[::1] completed,
                      const double[::1] held, double first_spacing, int64_t drop, int64_t lo, int64_t block,
@@ -73,11 +51,21 @@ def accumulate_chunk(const double[::1] arrival, const double[::1] start, const d
     sum of every column (waiting, sojourn, execution, work, useful, completed, held (0 when ``held`` is
     empty), spacing between starts (the chunk's first: ``first_spacing``), and the count) to
     ``blocks[:, lo // block ..]``, and fills ``metrics`` with the first three columns of the measured jobs.
-    A block's values are laid out in a scratch row (a block at a time: it stays in the cache) and summed
-    as ``add.reduceat`` does; a row of ones sums to its length exactly, a row of zeros to 0.
+    Each block's values are summed as ``add.reduceat`` does, where they lie: the metrics in ``metrics``,
+    work, useful and held in the inputs; completed and the spacings go through a scratch row (a block at
+    a time: it stays in the cache). A row of ones sums to its length exactly, a row of zeros to 0.
     """
-    cdef int64_t n = arrival.shape[0], m = n - drop, j, r, a, b, blk, width
+    cdef int64_t n = arrival.shape[0], m = n - drop, j, i, a, b, blk, width, nb
     cdef const double* hp = &held[0] if held.shape[0] > 0 else NULL
+    cdef const double* ap = &arrival[0]
+    cdef const double* sp = &start[0]
+    cdef const double* dp = &departure[0]
+    cdef const double* wp = &work[0]
+    cdef const double* up = &useful[0]
+    cdef const int64_t* cp = &completed[0]
+    cdef double* w_row
+    cdef double* s_row
+    cdef double* e_row
     cdef double* row
     if m <= 0:
         return
@@ -90,17 +78,32 @@ def accumulate_chunk(const double[::1] arrival, const double[::1] start, const d
         while a < m:
             blk = (lo + a) // block
             b = min(m, (blk + 1) * block - lo)
-            for r in range(8):
-                if r == 6 and hp == NULL:
-                    blocks[r, blk] += 0.0
-                    continue
-                for j in range(a, b):
-                    row[j - a] = _column(r, j + drop, &arrival[0], &start[0], &departure[0], &work[0],
-                                         &useful[0], &completed[0], hp, first_spacing)
-                if r < 3:
-                    memcpy(&metrics[r, a], row, (b - a) * sizeof(double))
-                blocks[r, blk] += row[0] + _pairwise_sum(&row[1], b - a - 1)
-            blocks[8, blk] += <double>(b - a)
+            nb = b - a
+            w_row = &metrics[0, a]
+            s_row = &metrics[1, a]
+            e_row = &metrics[2, a]
+            for j in range(nb):
+                i = a + drop + j
+                w_row[j] = sp[i] - ap[i]
+                s_row[j] = dp[i] - ap[i]
+                e_row[j] = dp[i] - sp[i]
+            i = a + drop
+            blocks[0, blk] += w_row[0] + _pairwise_sum(w_row + 1, nb - 1)
+            blocks[1, blk] += s_row[0] + _pairwise_sum(s_row + 1, nb - 1)
+            blocks[2, blk] += e_row[0] + _pairwise_sum(e_row + 1, nb - 1)
+            blocks[3, blk] += wp[i] + _pairwise_sum(wp + i + 1, nb - 1)
+            blocks[4, blk] += up[i] + _pairwise_sum(up + i + 1, nb - 1)
+            for j in range(nb):
+                row[j] = <double>cp[i + j]
+            blocks[5, blk] += row[0] + _pairwise_sum(row + 1, nb - 1)
+            if hp != NULL:
+                blocks[6, blk] += hp[i] + _pairwise_sum(hp + i + 1, nb - 1)
+            else:
+                blocks[6, blk] += 0.0
+            for j in range(nb):
+                row[j] = (sp[i + j] - sp[i + j - 1]) if i + j > 0 else first_spacing
+            blocks[7, blk] += row[0] + _pairwise_sum(row + 1, nb - 1)
+            blocks[8, blk] += <double>nb
             a = b
     free(row)
 
@@ -110,14 +113,17 @@ def log_bins(const double[:, ::1] values, double floor_value, double log_gamma, 
     else 0 (NaN too); what ``LogHistogram.index`` computes with numpy, operation for operation (numpy's
     float64 logarithm is the C library's ``log`` on x86-64 without AVX-512, tested bit for bit against it
     there). A value at or below ``floor`` skips the logarithm: its bin is 0 either way (``log`` of at most
-    1 is at most 0)."""
-    cdef int64_t r, j
+    1 is at most 0); so does a value equal to the row above's at the same job (a job that did not wait has
+    its sojourn equal to its execution time): the same value has the same bin."""
+    cdef int64_t r, j, rows = values.shape[0], n = values.shape[1]
     cdef double x
     with nogil:
-        for r in range(values.shape[0]):
-            for j in range(values.shape[1]):
+        for j in range(n):
+            for r in range(rows):
                 x = values[r, j]
-                if x > floor_value:
+                if r > 0 and x == values[r - 1, j]:
+                    out[r, j] = out[r - 1, j]
+                elif x > floor_value:
                     out[r, j] = <int64_t> ceil(log(x / floor_value) / log_gamma)
                 else:
                     out[r, j] = 0
