@@ -26,10 +26,12 @@
   (100 segments), so that memory does not grow with the number of jobs;
   :func:`finish_replications` chooses the warm-up at the end, once for all
   replications of a system, by MSER-5 on the replication-averaged waiting
-  times, rounded up to a segment boundary (1 % of the run). Its block sums
-  and per-segment bin counts are compiled (``_statistics.pxi``: numpy's
-  pairwise summation, operation for operation, without the GIL), with its
-  numpy code kept as the reference they equal bit for bit (tested);
+  times, rounded up to a segment boundary (1 % of the run). Its block sums,
+  histogram bins, per-segment bin counts and per-class statistics are
+  compiled (``_statistics.pxi``: numpy's pairwise summation and
+  ``LogHistogram.index``'s arithmetic, operation for operation, without the
+  GIL), with its numpy code kept as the reference they equal bit for bit
+  (tested);
   :func:`save_stats` / :func:`load_stats` keep replications' statistics on
   disk (a sweep adds replications to them later).
 * :func:`binomial_tolerance`: the range of hits a correct ``p``-coverage
