@@ -318,3 +318,15 @@ def test_the_compiled_class_sums_and_counts_equal_numpys_masked_ones_bit_for_bit
             lo, counts = counted[(c, i)]
             assert lo == sel.min()
             np.testing.assert_array_equal(counts, np.bincount(sel - sel.min()))
+
+
+def test_the_compiled_class_piece_refuses_a_class_out_of_range():
+    """A job class outside the rows of ``out`` is refused, not written past the buffers."""
+    from barrier_queues.kernels import kernels_module
+
+    values, bins = np.ones((3, 10)), np.zeros((3, 10), dtype=np.int64)
+    for bad in (2, -1):
+        cls = np.zeros(10, dtype=np.int64)
+        cls[7] = bad
+        with pytest.raises(ValueError, match="job classes"):
+            kernels_module().class_piece(values, bins, cls, 0, 10, np.empty((2, 4)))

@@ -164,6 +164,7 @@ def class_piece(const double[:, ::1] values, const int64_t[:, ::1] bins, const i
     cdef int64_t* fill
     cdef double* row
     cdef int64_t* brow
+    cdef bint bad = False
     result = []
     if n <= 0:
         return result
@@ -183,7 +184,18 @@ def class_piece(const double[:, ::1] values, const int64_t[:, ::1] bins, const i
         for c in range(classes + 1):
             start[c] = 0
         for j in range(a, b):
+            if cls[j] < 0 or cls[j] >= classes:
+                bad = True
+                break
             start[cls[j] + 1] += 1
+    if bad:
+        free(order)
+        free(start)
+        free(fill)
+        free(row)
+        free(brow)
+        raise ValueError(f"job classes must be in 0 .. {classes - 1} (out has a row per class)")
+    with nogil:
         for c in range(classes):
             start[c + 1] += start[c]
             fill[c] = start[c]
