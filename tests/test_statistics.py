@@ -330,3 +330,15 @@ def test_the_compiled_class_piece_refuses_a_class_out_of_range():
         cls[7] = bad
         with pytest.raises(ValueError, match="job classes"):
             kernels_module().class_piece(values, bins, cls, 0, 10, np.empty((2, 4)))
+
+
+def test_the_compiled_statistics_refuse_mismatched_shapes():
+    """Shapes that do not match are refused before any write (the module is compiled without bounds checks)."""
+    from barrier_queues.kernels import kernels_module
+
+    kernels = kernels_module()
+    with pytest.raises(ValueError, match="shape of values"):
+        kernels.log_bins(np.ones((3, 10)), 1e-6, 0.01, np.empty((3, 9), dtype=np.int64))
+    with pytest.raises(ValueError, match="a:b must lie"):
+        kernels.class_piece(np.ones((3, 10)), np.zeros((3, 10), dtype=np.int64), np.zeros(10, dtype=np.int64),
+                            0, 11, np.empty((2, 4)))

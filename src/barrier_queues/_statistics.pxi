@@ -117,6 +117,8 @@ def log_bins(const double[:, ::1] values, double floor_value, double log_gamma, 
     its sojourn equal to its execution time): the same value has the same bin."""
     cdef int64_t r, j, rows = values.shape[0], n = values.shape[1]
     cdef double x
+    if out.shape[0] != rows or out.shape[1] != n:
+        raise ValueError(f"out must have the shape of values ({rows}, {n})")
     with nogil:
         for j in range(n):
             for r in range(rows):
@@ -168,6 +170,9 @@ def class_piece(const double[:, ::1] values, const int64_t[:, ::1] bins, const i
     result = []
     if n <= 0:
         return result
+    if a < 0 or b > cls.shape[0] or b > values.shape[1] or b > bins.shape[1] or bins.shape[0] != rows \
+            or out.shape[1] != rows + 1:
+        raise ValueError("class_piece: a:b must lie in cls, values and bins; out needs rows + 1 columns")
     order = <int64_t*>malloc(n * sizeof(int64_t))
     start = <int64_t*>malloc((classes + 1) * sizeof(int64_t))
     fill = <int64_t*>malloc(classes * sizeof(int64_t))
