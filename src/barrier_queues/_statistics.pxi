@@ -131,23 +131,27 @@ def log_bins(const double[:, ::1] values, double floor_value, double log_gamma, 
                     out[r, j] = 0
 
 
-def bin_counts(const int64_t[::1] bins, int64_t a, int64_t b):
-    """``(lo, counts)`` of ``bins[a:b]`` (not empty): the smallest bin and the count of every bin from it to
+cdef object _bin_counts(const int64_t* x, int64_t n):
+    """``(lo, counts)`` of the ``n >= 1`` bins ``x``: the smallest bin and the count of every bin from it to
     the largest, what ``np.bincount(x - x.min())`` gives."""
-    cdef int64_t j, lo = bins[a], hi = bins[a]
+    cdef int64_t j, lo = x[0], hi = x[0]
     with nogil:
-        for j in range(a, b):
-            if bins[j] < lo:
-                lo = bins[j]
-            elif bins[j] > hi:
-                hi = bins[j]
+        for j in range(n):
+            if x[j] < lo:
+                lo = x[j]
+            elif x[j] > hi:
+                hi = x[j]
     out = np.zeros(hi - lo + 1, dtype=np.int64)
     cdef int64_t[::1] o = out
     with nogil:
-        for j in range(a, b):
-            o[bins[j] - lo] += 1
+        for j in range(n):
+            o[x[j] - lo] += 1
     return lo, out
 
+
+def bin_counts(const int64_t[::1] bins, int64_t a, int64_t b):
+    """``(lo, counts)`` of ``bins[a:b]`` (not empty), what ``np.bincount(x - x.min())`` gives."""
+    return _bin_counts(&bins[a], b - a)
 
 
 def class_piece(const double[:, ::1] values, const int64_t[:, ::1] bins, const int64_t[::1] cls, int64_t a,
@@ -160,7 +164,7 @@ def class_piece(const double[:, ::1] values, const int64_t[:, ::1] bins, const i
     with jobs. The jobs are first grouped by class, in order (a counting sort), so that no loop branches
     on the class.
     """
-    cdef int64_t rows = values.shape[0], classes = out.shape[0], n = b - a, c, i, j, lo, hi, x
+    cdef int64_t rows = values.shape[0], classes = out.shape[0], n = b - a, c, i, j
     cdef int64_t* order
     cdef int64_t* start
     cdef int64_t* fill
@@ -173,75 +177,48 @@ def class_piece(const double[:, ::1] values, const int64_t[:, ::1] bins, const i
     if a < 0 or b > cls.shape[0] or b > values.shape[1] or b > bins.shape[1] or bins.shape[0] != rows \
             or out.shape[1] != rows + 1:
         raise ValueError("class_piece: a:b must lie in cls, values and bins; out needs rows + 1 columns")
-    order = <int64_t*>malloc(n * sizeof(int64_t))
-    start = <int64_t*>malloc((classes + 1) * sizeof(int64_t))
-    fill = <int64_t*>malloc(classes * sizeof(int64_t))
-    row = <double*>malloc(n * sizeof(double))
-    brow = <int64_t*>malloc(n * sizeof(int64_t))
-    if order == NULL or start == NULL or fill == NULL or row == NULL or brow == NULL:
-        free(order)
-        free(start)
-        free(fill)
-        free(row)
-        free(brow)
+    # one buffer: order (n), start (classes + 1), fill (classes), row (n doubles), brow (n)
+    cdef void* buffer = malloc((3 * n + 2 * classes + 1) * 8)
+    if buffer == NULL:
         raise MemoryError()
-    with nogil:
-        for c in range(classes + 1):
-            start[c] = 0
-        for j in range(a, b):
-            if cls[j] < 0 or cls[j] >= classes:
-                bad = True
-                break
-            start[cls[j] + 1] += 1
-    if bad:
-        free(order)
-        free(start)
-        free(fill)
-        free(row)
-        free(brow)
-        raise ValueError(f"job classes must be in 0 .. {classes - 1} (out has a row per class)")
-    with nogil:
-        for c in range(classes):
-            start[c + 1] += start[c]
-            fill[c] = start[c]
-        for j in range(a, b):
-            order[fill[cls[j]]] = j
-            fill[cls[j]] += 1
-        for i in range(rows):
-            for j in range(n):
-                row[j] = values[i, order[j]]
-            for c in range(classes):
-                out[c, i] = _pairwise_sum(row + start[c], start[c + 1] - start[c]) if start[c + 1] > start[c] else 0.0
-        for c in range(classes):
-            out[c, rows] = <double>(start[c + 1] - start[c])
-    for i in range(rows):
+    order = <int64_t*>buffer
+    start = order + n
+    fill = start + classes + 1
+    row = <double*>(fill + classes)
+    brow = <int64_t*>(row + n)
+    try:
         with nogil:
-            for j in range(n):
-                brow[j] = bins[i, order[j]]
-        for c in range(classes):
-            if start[c + 1] == start[c]:
-                continue
-            lo = hi = brow[start[c]]
+            for c in range(classes + 1):
+                start[c] = 0
+            for j in range(a, b):
+                if cls[j] < 0 or cls[j] >= classes:
+                    bad = True
+                    break
+                start[cls[j] + 1] += 1
+        if bad:
+            raise ValueError(f"job classes must be in 0 .. {classes - 1} (out has a row per class)")
+        with nogil:
+            for c in range(classes):
+                start[c + 1] += start[c]
+                fill[c] = start[c]
+            for j in range(a, b):
+                order[fill[cls[j]]] = j
+                fill[cls[j]] += 1
+            for i in range(rows):
+                for j in range(n):
+                    row[j] = values[i, order[j]]
+                for c in range(classes):
+                    out[c, i] = _pairwise_sum(row + start[c], start[c + 1] - start[c]) \
+                        if start[c + 1] > start[c] else 0.0
+            for c in range(classes):
+                out[c, rows] = <double>(start[c + 1] - start[c])
+        for i in range(rows):
             with nogil:
-                for j in range(start[c], start[c + 1]):
-                    x = brow[j]
-                    if x < lo:
-                        lo = x
-                    elif x > hi:
-                        hi = x
-            counts = np.zeros(hi - lo + 1, dtype=np.int64)
-            _count_into(counts, brow + start[c], start[c + 1] - start[c], lo)
-            result.append((c, i, lo, counts))
-    free(order)
-    free(start)
-    free(fill)
-    free(row)
-    free(brow)
+                for j in range(n):
+                    brow[j] = bins[i, order[j]]
+            for c in range(classes):
+                if start[c + 1] > start[c]:
+                    result.append((c, i, *_bin_counts(brow + start[c], start[c + 1] - start[c])))
+    finally:
+        free(buffer)
     return result
-
-
-cdef void _count_into(int64_t[::1] counts, const int64_t* x, int64_t n, int64_t lo) noexcept:
-    cdef int64_t j
-    with nogil:
-        for j in range(n):
-            counts[x[j] - lo] += 1

@@ -104,6 +104,21 @@ cdef inline void _insert_sorted(double* key, int64_t n, int64_t slot, double val
 
 # the central FIFO queue
 
+cdef inline double _barrier_start(double ready, double tau, int64_t k, int64_t j, bint event_overhead,
+                                  double revive, double phase, const double* arrivals, int64_t n_jobs,
+                                  const double* next_arrivals, int64_t n_next, int64_t* ptr) noexcept nogil:
+    """When barrier job ``j`` of ``k`` tasks starts: ``max(ready, tau)``; with the event-accurate overhead,
+    a job that had to wait for workers (k > 1) starts at the first offer at or after ``tau`` (one freed
+    executor's own offer carries a 1-task job)."""
+    if tau <= ready:
+        return ready
+    if event_overhead and k > 1:
+        if ptr[0] < j + 1:
+            ptr[0] = j + 1
+        return _next_offer(tau, revive, phase, arrivals, n_jobs, next_arrivals, n_next, ptr)
+    return tau
+
+
 cdef int _run_chunk(const double* arrivals, int64_t n_jobs, const int64_t* tasks, const unsigned char* barrier,
                     const double* times, const int64_t* offsets, const Service* sv, bint two_barrier,
                     bint event_overhead, double revive, double phase, const double* next_arrivals, int64_t n_next,
@@ -136,13 +151,8 @@ cdef int _run_chunk(const double* arrivals, int64_t n_jobs, const int64_t* tasks
         work = 0.0
         if barrier[j] and sorted_free:
             tau = heap_key[k - 1]         # the k earliest-free workers are the first k
-            t = ready
-            if tau > ready:
-                t = tau
-                if event_overhead and k > 1:
-                    if ptr < j + 1:
-                        ptr = j + 1
-                    t = _next_offer(tau, revive, phase, arrivals, n_jobs, next_arrivals, n_next, &ptr)
+            t = _barrier_start(ready, tau, k, j, event_overhead, revive, phase, arrivals, n_jobs, next_arrivals,
+                               n_next, &ptr)
             d = _job_service(times, o, k, sv, run, scratch, &completed, &useful)
             for i in range(k):            # their new free times (all >= tau) fill the k freed slots
                 work += run[i]
@@ -159,13 +169,8 @@ cdef int _run_chunk(const double* arrivals, int64_t n_jobs, const int64_t* tasks
                 _sift_down(heap_key, heap_id, n, 0)
             tau = heap_key[0]             # ... the k-th stays at the root: its new free time replaces it below
             tmp_id[k - 1] = heap_id[0]
-            t = ready
-            if tau > ready:
-                t = tau
-                if event_overhead and k > 1:   # one freed executor's own offer carries a 1-task job
-                    if ptr < j + 1:
-                        ptr = j + 1
-                    t = _next_offer(tau, revive, phase, arrivals, n_jobs, next_arrivals, n_next, &ptr)
+            t = _barrier_start(ready, tau, k, j, event_overhead, revive, phase, arrivals, n_jobs, next_arrivals,
+                               n_next, &ptr)
             d = _job_service(times, o, k, sv, run, scratch, &completed, &useful)
             for i in range(k):
                 work += run[i]
