@@ -81,6 +81,18 @@ def test_categorical_draws_are_numpys_choice_bit_for_bit(probs, size):
     assert ours.random() == numpys.random()
 
 
+@pytest.mark.parametrize("size", [None, 0, 1, 10_000, (3, 7)])
+def test_the_exponential_draws_are_numpys_exponential_bit_for_bit(size):
+    """``Exponential(rate).rvs`` (numpy's fill loop, then scaled) equals ``Generator.exponential(1 / rate)``,
+    and leaves the stream where it does."""
+    ours, numpys = np.random.default_rng(4), np.random.default_rng(4)
+    got = bq.Exponential(0.37).rvs(size=size, random_state=ours)
+    want = numpys.exponential(1 / 0.37, size)
+    np.testing.assert_array_equal(got, want)
+    assert np.shape(got) == np.shape(want) and type(got) is type(want)
+    assert ours.random() == numpys.random()
+
+
 def test_the_hyperexponential_draws_are_the_choice_then_exponential_ones_bit_for_bit():
     """The law's draws: phases as ``choice`` draws them, then unit exponentials divided by the phase's rate."""
     law = bq.HyperExponential([0.6, 0.3, 0.1], [3.0, 1.0, 0.1])

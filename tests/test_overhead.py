@@ -70,3 +70,12 @@ def test_the_overhead_draws_are_min_of_a_uniform_and_an_exponential_bit_for_bit(
     np.testing.assert_array_equal(model.rvs(5000, np.random.default_rng(6)), want)
     rng = np.random.default_rng(6)
     assert model.rvs(None, np.random.default_rng(6)) == min(rng.uniform(0.0, 0.7), rng.exponential(1 / 2.5))
+    # into the caller's buffers (kept between chunks): the same numbers, the stream left at the same place
+    ours, numpys = np.random.default_rng(7), np.random.default_rng(7)
+    out, spare = np.full(5000, np.nan), np.full(5000, np.nan)
+    for _ in range(3):
+        want = np.minimum(numpys.uniform(0.0, 0.7, 5000), numpys.exponential(1 / 2.5, 5000))
+        got = model.rvs(5000, ours, out=out, spare=spare)
+        assert got is out
+        np.testing.assert_array_equal(got, want)
+    assert ours.random() == numpys.random()

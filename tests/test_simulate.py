@@ -825,3 +825,39 @@ def test_a_two_barrier_system_with_k_dividing_s_is_the_mgc_queue_job_by_job(s, k
     service = inputs["times"].reshape(-1, k).max(axis=1)
     starts = np.array(mgc_fifo_starts(inputs["arrival"], service, s // k))
     assert np.array_equal(out["start"], starts) and np.array_equal(out["departure"], starts + service)
+
+
+def _plain_draws(cfg, n, rng, start_time):
+    """The documented draw order with numpy's own calls: arrival gaps, k, barrier flags, task times, overheads."""
+    arrival = start_time + np.cumsum(rng.exponential(1 / cfg.arrival_rate, n))
+    tasks = (np.full(n, cfg.tasks) if cfg.tasks_pmf is None
+             else cfg.ks[rng.choice(cfg.ks.size, size=n, p=cfg.pk)])
+    barrier = (np.full(n, cfg.barrier_fraction == 1) if cfg.barrier_fraction in (0, 1)
+               else rng.random(n) < cfg.barrier_fraction)
+    total = int(tasks.sum())
+    times = rng.exponential(cfg.mean_task, total)
+    if cfg.overhead == "paper":
+        times = times + np.minimum(rng.uniform(0, cfg.revive_interval, total),
+                                   rng.exponential(1 / cfg.arrival_rate, total))
+    return {"arrival": arrival, "tasks": tasks, "barrier": barrier, "times": times}
+
+
+@pytest.mark.parametrize("cfg", [dict(servers=16, tasks=4, arrival_rate=2.0, overhead="paper"),
+                                 dict(servers=32, tasks=1, arrival_rate=22.4),
+                                 dict(servers=16, tasks_pmf={4: 0.5, 12: 0.5}, barrier_fraction=0.5,
+                                      arrival_rate=1.3, overhead="paper", revive_interval=0.7)])
+def test_the_chunks_inputs_are_numpys_draws_in_the_documented_order(cfg):
+    """``draw_jobs`` (numpy's fill loops scaled in place, the overheads' buffers kept in ``scratch`` between
+    chunks of unequal sizes) equals the same draws taken with numpy's ``exponential``, ``choice``, ``random`` and
+    ``uniform``, chunk after chunk, and leaves the stream at the same place."""
+    cfg = S(**cfg)
+    ours, plain = np.random.default_rng(12), np.random.default_rng(12)
+    scratch, start = {}, 3.5
+    for n in (700, 1500, 300):
+        got = draw_jobs(cfg, n, ours, start_time=start, scratch=scratch)
+        want = _plain_draws(cfg, n, plain, start)
+        for key, value in want.items():
+            np.testing.assert_array_equal(got[key], value, err_msg=key)
+        start = got["arrival"][-1]
+    assert ours.random() == plain.random()
+    assert ("uniforms" in scratch) == (cfg.overhead == "paper")

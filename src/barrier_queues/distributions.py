@@ -122,7 +122,12 @@ class Exponential(TaskDistribution):
         return np.where(t > 0, np.exp(-self.rate * np.maximum(t, 0.0)), 1.0)
 
     def rvs(self, size=None, random_state=None):
-        return _rng(random_state).exponential(1.0 / self.rate, size)
+        # numpy's exponential(b) bit for bit (b e, tested), by its fill loop, scaled in place: faster per value
+        x = _rng(random_state).standard_exponential(size)
+        if size is None:
+            return x * (1.0 / self.rate)
+        x *= 1.0 / self.rate
+        return x
 
     def describe(self):
         return {"law": self.name, "rate": self.rate}
@@ -175,7 +180,7 @@ class HyperExponential(TaskDistribution):
     def rvs(self, size=None, random_state=None):
         rng = _rng(random_state)
         phase = categorical(rng, self.probs, size)
-        x = rng.exponential(1.0, size)
+        x = rng.standard_exponential(size)      # = exponential(1.0), by numpy's fill loop
         if size is None:
             return x / self.rates[phase]
         x /= self.rates.take(phase)

@@ -64,7 +64,7 @@ def spawn_seeds(seed, n: int) -> list[np.random.SeedSequence]:
 
 
 def draw_jobs(system: BarrierSystem, n: int, rng: np.random.Generator, start_time: float = 0.0,
-              saturated: bool = False) -> dict:
+              saturated: bool = False, scratch: dict | None = None) -> dict:
     """Draw the random inputs of ``n`` jobs, in a fixed order.
 
     Returns arrays ``arrival`` (absolute times from ``start_time``),
@@ -72,12 +72,17 @@ def draw_jobs(system: BarrierSystem, n: int, rng: np.random.Generator, start_tim
     the paper's overhead added to the first phase) and ``offsets`` (index of
     each job's first draw); with a workload also ``cls``, each job's class. ``saturated`` puts every arrival at
     ``start_time`` (an always-backlogged system). Draw order: arrival gaps,
-    k (pmf), barrier flags (hybrid), task times, overheads.
+    k (pmf), barrier flags (hybrid), task times, overheads. ``scratch``: a
+    dict the caller keeps between the chunks of one replication (drawn by one
+    thread at a time), where the overheads' intermediate draws are kept
+    instead of allocated for every chunk (the same numbers).
     """
     if saturated:
         arrivals = np.full(n, start_time)
     elif system.arrival == "poisson":
-        arrivals = np.cumsum(rng.exponential(1.0 / system.arrival_rate, n))
+        arrivals = rng.standard_exponential(n)    # exponential(1 / lambda) bit for bit: 1/lambda e, in place
+        arrivals *= 1.0 / system.arrival_rate
+        np.cumsum(arrivals, out=arrivals)
         arrivals += start_time         # in place: the same sums as start_time + cumsum, one array fewer
     else:
         arrivals = start_time + np.arange(1, n + 1) / system.arrival_rate
@@ -103,8 +108,19 @@ def draw_jobs(system: BarrierSystem, n: int, rng: np.random.Generator, start_tim
         from .overhead import OverheadModel
 
         # one overhead per task (the system refuses the paper's model with phases)
-        times += OverheadModel(system.revive_interval, system.arrival_rate).rvs(total, rng)
+        times += OverheadModel(system.revive_interval, system.arrival_rate).rvs(
+            total, rng, out=_scratch(scratch, "uniforms", total), spare=_scratch(scratch, "exponentials", total))
     return {"arrival": arrivals, "tasks": tasks, "barrier": barrier, "times": times, "offsets": offsets}
+
+
+def _scratch(scratch: dict | None, name: str, size: int) -> np.ndarray:
+    """A float64 array of ``size`` kept in ``scratch`` under ``name`` (grown when too small); a new one without."""
+    if scratch is None:
+        return np.empty(size)
+    buf = scratch.get(name)
+    if buf is None or buf.size < size:
+        buf = scratch[name] = np.empty(size)
+    return buf[:size]
 
 
 def _draw_classes(system: BarrierSystem, n: int, rng: np.random.Generator, arrivals: np.ndarray) -> dict:

@@ -65,9 +65,11 @@ def run(system, jobs, rng, saturated, trace, sink):
     heap_key, heap_id, state = np.zeros(system.servers), np.arange(system.servers, dtype=np.int64), np.zeros(1)
     empty = np.empty(0)
     size = chunk_jobs(system)
+    scratch = {}                     # the draws' reused buffers (one thread draws at a time)
 
     def draw(start_time, done):
-        return draw_jobs(system, min(size, jobs - done), rng, start_time=start_time, saturated=saturated)
+        return draw_jobs(system, min(size, jobs - done), rng, start_time=start_time, saturated=saturated,
+                         scratch=scratch)
 
     helper = ThreadPoolExecutor(max_workers=1) if jobs > 2 * size and not trace else None
     adder = ThreadPoolExecutor(max_workers=1) if helper else None

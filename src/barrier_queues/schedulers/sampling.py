@@ -158,13 +158,14 @@ def _run_sampling(system, jobs, rng, saturated, trace, sink):
     collected = 0
     base = 0
     size = chunk_jobs(system)
-    chunk = draw_jobs(system, min(size, jobs), rng, saturated=saturated)
+    scratch = {}                          # the draws' reused buffers (see draw_jobs)
+    chunk = draw_jobs(system, min(size, jobs), rng, saturated=saturated, scratch=scratch)
     while chunk is not None:
         n = chunk["arrival"].size
         following = None
         if base + n < jobs:
             following = draw_jobs(system, min(size, jobs - base - n), rng, start_time=chunk["arrival"][-1],
-                                  saturated=saturated)
+                                  saturated=saturated, scratch=scratch)
         probes, probe_offsets = draw_probes(system, chunk["tasks"], probe_rng)
         if isinstance(sink, _Records):
             sink.probes.append((probes, probe_offsets))

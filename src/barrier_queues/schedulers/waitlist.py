@@ -261,8 +261,10 @@ def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None
         raise ParameterError("trace must be False with failure_rate: a trace records one attempt per task, and "
                              "a job with failures has several (keep_jobs gives each job's attempts)")
 
+    scratch = {}                          # the draws' reused buffers (see draw_jobs)
+
     def draw(n, **kw):
-        chunk = draw_jobs(system, n, rng, saturated=saturated, **kw)
+        chunk = draw_jobs(system, n, rng, saturated=saturated, scratch=scratch, **kw)
         return failures.attempts(system, chunk, frng) if frng is not None else chunk
 
     chunk = draw(min(size, jobs))
