@@ -258,3 +258,65 @@ def test_spark_offers_across_chunk_boundaries():
                                       np.concatenate([p["times"] for p in parts]), 64, "first-fit",
                                       event_overhead=True, revive=1.0, phase=phase, phases=64, release="fixed")
     _same(rep.jobs, ref)
+
+
+@pytest.mark.parametrize("config", [
+    dict(servers=16, tasks=4, arrival_rate=2.8, scheduling="first-fit"),
+    dict(servers=16, tasks=8, barrier_fraction=0.5, arrival_rate=1.3, scheduling="backfill"),
+    dict(servers=16, tasks_pmf={2: 0.8, 16: 0.2}, arrival_rate=1.2, scheduling="first-fit"),
+    dict(servers=64, tasks_pmf={1: 0.6, 64: 0.4}, phases=64, arrival_rate=0.01, scheduling="backfill"),
+    dict(servers=16, tasks_pmf={2: 0.5, 8: 0.5}, barriers=2, arrival_rate=1.0, scheduling="server-filling"),
+    dict(servers=8, tasks_pmf={1: 0.5, 4: 0.5}, arrival_rate=1.0, scheduling="first-fit", overhead="event"),
+])
+def test_the_releases_in_a_sorted_array_and_in_the_heap_give_the_same_jobs(config, monkeypatch):
+    """Up to ``SORTED_FREE_MAX`` workers, without a trace or failures, the kernel keeps the pending releases in
+    an ascending array instead of the heap: the same jobs, bit for bit, over chunk boundaries (the releases
+    carried from call to call in ``rel_time``) and with 1 and 2 barriers, ties included (2 barriers: k
+    releases at one instant)."""
+    system = S(**config)
+    jobs = 3 * chunk_jobs(system) + 17                   # three chunk boundaries, the pipeline's threads
+    array = waitlist.SORTED_FREE_MAX
+    assert system.servers <= array
+    runs = {}
+    for limit in (array, 0):                            # 0: always the heap
+        monkeypatch.setattr(waitlist, "SORTED_FREE_MAX", limit)
+        runs[limit] = run_replication(system, jobs, np.random.default_rng(8), keep_jobs=True, warmup=0).jobs
+    for key in ("start", "departure", "work", "useful", "completed"):
+        assert np.array_equal(runs[0][key], runs[array][key]), key
+
+
+def test_the_chunk_pipeline_hands_on_every_chunk_in_order_with_or_without_threads():
+    """``chunk_pipeline`` draws chunks in order, tells each step the next chunk, hands the steps' results to
+    ``add`` in order, and lets an error of a step or of ``add`` surface."""
+    from barrier_queues.schedulers.base import chunk_pipeline
+
+    def draw(start_time, done):
+        n = min(10, 47 - done)
+        return {"arrival": start_time + np.arange(1, n + 1, dtype=float), "first": done}
+
+    def collect(threads, fail_at=None, fail_add=False):
+        seen, added = [], []
+
+        def step(chunk, following):
+            seen.append((chunk["first"], None if following is None else following["first"]))
+            if chunk["first"] == fail_at:
+                raise ValueError("step")
+            return None if chunk["first"] == 20 else {"first": chunk["first"], "last": chunk["arrival"][-1]}
+
+        def add(result):
+            if fail_add and result["first"] == 30:
+                raise KeyError("add")
+            added.append(result)
+
+        chunk_pipeline(draw, step, add, 47, 10, threads=threads)
+        return seen, added
+
+    serial, threaded = collect(False), collect(True)
+    assert serial == threaded
+    assert serial[0] == [(0, 10), (10, 20), (20, 30), (30, 40), (40, None)]
+    assert [r["first"] for r in serial[1]] == [0, 10, 30, 40] and serial[1][-1]["last"] == 47.0
+    for threads in (False, True):
+        with pytest.raises(ValueError, match="step"):
+            collect(threads, fail_at=30)
+        with pytest.raises(KeyError, match="add"):
+            collect(threads, fail_add=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -152,11 +153,67 @@ def trace_arrays(trace: bool, draws: int):
     return np.empty(0, dtype=np.int64), np.empty(0), np.empty(0)
 
 
+def chunk_pipeline(draw: Callable, step: Callable, add: Callable, jobs: int, size: int,
+                   threads: bool = True) -> None:
+    """One replication's chunks through a kernel, in order.
+
+    ``draw(start_time, done)`` draws the chunk of ``min(size, jobs - done)``
+    jobs that follows the first ``done`` (arrivals after ``start_time``);
+    ``step(chunk, following)`` runs the kernel on a chunk, knowing the next
+    one (None after the last), and returns the per-job arrays to hand on, or
+    None; ``add(results)`` takes them.
+
+    With ``threads`` and more than two chunks, a pipeline of three threads:
+    while the kernel (compiled without the GIL) runs chunk i, one helper
+    thread draws chunk i + 2 and another adds chunk i - 1's results (the
+    statistics' block sums and bin counts are compiled without the GIL too;
+    numpy's draws release it as well). Draws stay in order (one thread, the
+    only one that uses the generator) and each chunk's results are added
+    after the previous one's, so the results are those of the serial loop,
+    bit for bit; ``step`` must not change arrays it has handed on. (Measured
+    2026-11-26 on the central queue, 15 runs each in random order, median
+    wall seconds at 2M jobs, against two threads and numpy statistics: M/M/32
+    0.766 -> 0.670, 2-barrier s=16 k=4 0.824 -> 0.769, 1-barrier s=16 k=4
+    0.843 -> 0.809, the paper's overhead model 1.004 -> 1.024; choosing the
+    thread per chunk from the last chunk's costs measured no better.)
+    """
+    helper = ThreadPoolExecutor(max_workers=1) if threads and jobs > 2 * size else None
+    adder = ThreadPoolExecutor(max_workers=1) if helper else None
+    pending_add = None
+    try:
+        chunk, done = draw(0.0, 0), 0
+        following = draw(chunk["arrival"][-1], chunk["arrival"].size) if chunk["arrival"].size < jobs else None
+        while chunk is not None:
+            n = chunk["arrival"].size
+            after = done + n + (following["arrival"].size if following is not None else 0)
+            upcoming = None
+            if following is not None and after < jobs:
+                args = (following["arrival"][-1], after)
+                upcoming = helper.submit(draw, *args) if helper else draw(*args)
+            result = step(chunk, following)
+            if result is not None:
+                if helper:
+                    if pending_add is not None:
+                        pending_add.result()         # in order, and errors surface here
+                    pending_add = adder.submit(add, result)
+                else:
+                    add(result)
+            done += n
+            chunk = following
+            following = upcoming.result() if helper and upcoming is not None else upcoming
+        if pending_add is not None:
+            pending_add.result()
+    finally:
+        if helper:
+            helper.shutdown(wait=True)
+            adder.shutdown(wait=True)
+
+
 def job_outputs(n: int) -> dict:
     """The per-job output arrays every kernel fills."""
     return {"start": np.empty(n), "departure": np.empty(n), "work": np.empty(n), "useful": np.empty(n),
             "completed": np.empty(n, dtype=np.int64)}
 
 
-__all__ = ["SCHEDULERS", "Scheduler", "disciplines", "get", "job_outputs", "names", "of", "params", "register",
-           "trace_arrays", "trace_frame", "unregister", "validate"]
+__all__ = ["SCHEDULERS", "Scheduler", "chunk_pipeline", "disciplines", "get", "job_outputs", "names", "of", "params",
+           "register", "trace_arrays", "trace_frame", "unregister", "validate"]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -27,7 +26,7 @@ from ..inputs import chunk_jobs, draw_jobs
 from ..kernels import kernels_module
 from ..reference import service, service_args
 from ..rules import kernel_params, reference_rule, reference_service
-from .base import Scheduler, job_outputs, register, trace_arrays, trace_frame
+from .base import Scheduler, chunk_pipeline, job_outputs, register, trace_arrays, trace_frame
 
 #: up to this many workers the kernel keeps the free times in an ascending array, above it in a heap: the
 #: same outputs (tested); for the k-th earliest free time the array is read where the heap pops k - 1 times,
@@ -47,69 +46,36 @@ def _kernel(system, chunk, out, phase, following, heap_key, heap_id, state, tw, 
 
 
 def run(system, jobs, rng, saturated, trace, sink):
-    """The central-queue kernel over the chunks of one replication.
-
-    A pipeline of three threads: while the kernel (compiled without the GIL)
-    runs chunk i, one helper thread draws chunk i + 2 and another adds chunk
-    i - 1's results to the statistics (whose block sums and bin counts are
-    compiled without the GIL too; numpy's draws release it as well). Draws
-    stay in order (one thread) and each chunk's statistics are added after
-    the previous one's, so the results are those of the serial loop, bit for
-    bit. (Measured 2026-11-26, 15 runs each in random order, median wall
-    seconds at 2M jobs, against two threads and numpy statistics: M/M/32
-    0.766 -> 0.670, 2-barrier s=16 k=4 0.824 -> 0.769, 1-barrier s=16 k=4 0.843
-    -> 0.809, the paper's overhead model 1.004 -> 1.024; choosing the
-    thread per chunk from the last chunk's costs measured no better.)
-    """
+    """The central-queue kernel over the chunks of one replication, drawn, run and added to the statistics
+    in a pipeline of three threads (:func:`~barrier_queues.schedulers.base.chunk_pipeline`; one thread with
+    a trace)."""
     phase = rng.uniform(0.0, system.revive_interval) if system.overhead == "event" else 0.0
     heap_key, heap_id, state = np.zeros(system.servers), np.arange(system.servers, dtype=np.int64), np.zeros(1)
     empty = np.empty(0)
     size = chunk_jobs(system)
     scratch = {}                     # the draws' reused buffers (one thread draws at a time)
+    kernel, frame = 0.0, None
 
     def draw(start_time, done):
         return draw_jobs(system, min(size, jobs - done), rng, start_time=start_time, saturated=saturated,
                          scratch=scratch)
 
-    helper = ThreadPoolExecutor(max_workers=1) if jobs > 2 * size and not trace else None
-    adder = ThreadPoolExecutor(max_workers=1) if helper else None
-    pending_add, kernel, frame = None, 0.0, None
-    try:
-        chunk, done = draw(0.0, 0), 0
-        following = draw(chunk["arrival"][-1], chunk["arrival"].size) if chunk["arrival"].size < jobs else None
-        while chunk is not None:
-            n = chunk["arrival"].size
-            after = done + n + (following["arrival"].size if following is not None else 0)
-            upcoming = None
-            if following is not None and after < jobs:
-                args = (following["arrival"][-1], after)
-                upcoming = helper.submit(draw, *args) if helper else draw(*args)
-            tw, ts, te = trace_arrays(trace, chunk["times"].size)
-            out = job_outputs(n)
-            t0 = time.perf_counter()
-            _kernel(system, chunk, out, phase, following["arrival"] if following is not None else empty,
-                    heap_key, heap_id, state, tw, ts, te)
-            kernel += time.perf_counter() - t0
-            result = {"arrival": chunk["arrival"], "tasks": chunk["tasks"], "barrier": chunk["barrier"], **out}
-            if "cls" in chunk:
-                result["cls"] = chunk["cls"]
-            if helper:
-                if pending_add is not None:
-                    pending_add.result()             # in order, and errors surface here
-                pending_add = adder.submit(sink.add, result)
-            else:
-                sink.add(result)
-            if trace:
-                frame = trace_frame(chunk, tw, ts, te)
-            done += n
-            chunk = following
-            following = upcoming.result() if helper and upcoming is not None else upcoming
-        if pending_add is not None:
-            pending_add.result()
-    finally:
-        if helper:
-            helper.shutdown(wait=True)
-            adder.shutdown(wait=True)
+    def step(chunk, following):
+        nonlocal kernel, frame
+        tw, ts, te = trace_arrays(trace, chunk["times"].size)
+        out = job_outputs(chunk["arrival"].size)
+        t0 = time.perf_counter()
+        _kernel(system, chunk, out, phase, following["arrival"] if following is not None else empty,
+                heap_key, heap_id, state, tw, ts, te)
+        kernel += time.perf_counter() - t0
+        if trace:
+            frame = trace_frame(chunk, tw, ts, te)
+        result = {"arrival": chunk["arrival"], "tasks": chunk["tasks"], "barrier": chunk["barrier"], **out}
+        if "cls" in chunk:
+            result["cls"] = chunk["cls"]
+        return result
+
+    chunk_pipeline(draw, step, sink.add, jobs, size, threads=not trace)
     return kernel, frame
 
 

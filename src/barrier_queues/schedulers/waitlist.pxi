@@ -48,6 +48,8 @@ cdef struct Wait:
     double* scratch
     double* sorted_rel
     bint srt
+    bint arr
+    bint srel
     bint ids
     # backfill: per class, a min segment tree over its jobs (arrival order) of when each would finish if started
     double* btree
@@ -142,13 +144,25 @@ cdef inline int64_t _ifree_pop(Wait* q) noexcept nogil:
 
 
 cdef void _srt_add(Wait* q, double* b, int64_t k, bint sort) noexcept nogil:
-    """Merge the release times ``b[:k]`` into the ascending array ``sorted_rel[slo:shi]`` (backfill keeps it beside
-    the release heap, so that its reservation costs O(log s), not a sort of every running task per decision).
-    New releases are mostly the latest, so the merge runs from the end: O(k log k) plus the entries it passes."""
+    """Merge the release times ``b[:k]`` into the ascending array ``sorted_rel[slo:shi]``: backfill keeps it beside
+    the release heap, so that its reservation costs O(log s), not a sort of every running task per decision, and
+    without worker ids on few workers (``sorted_releases``) it is the release times (``q.arr``, no heap). New releases
+    are mostly the latest, so the merge runs from the end: O(k log k) plus the entries it passes. ``b`` is sorted
+    by insertion up to 16 values (a few compares for a job's k release times, where ``qsort`` calls its
+    comparison through a pointer), else by ``qsort``: the same ascending values either way."""
     cdef double* a = q.sorted_rel
     cdef int64_t i, j, out
-    if sort and k > 1:
+    cdef double x
+    if sort and k > 16:
         qsort(b, k, sizeof(double), _compare_double)
+    elif sort:
+        for i in range(1, k):
+            x = b[i]
+            j = i - 1
+            while j >= 0 and b[j] > x:
+                b[j + 1] = b[j]
+                j -= 1
+            b[j + 1] = x
     if q.shi + k > q.scap:                    # compact (at most s entries, capacity 2 s + 1)
         memmove(a, a + q.slo, (q.shi - q.slo) * sizeof(double))
         q.shi -= q.slo
@@ -168,7 +182,9 @@ cdef void _srt_add(Wait* q, double* b, int64_t k, bint sort) noexcept nogil:
 
 
 cdef inline void _rel_push(Wait* q, double t, int64_t w) noexcept nogil:
-    q.n_rel = _ev_push(q.rel_time, q.rel_worker, q.n_rel, t, w)
+    """A release at t of worker w into the heap (with ``q.arr`` the sorted array alone holds the releases)."""
+    if not q.arr:
+        q.n_rel = _ev_push(q.rel_time, q.rel_worker, q.n_rel, t, w)
 
 
 cdef inline void _bt_set(Wait* q, int64_t j, double v) noexcept nogil:
@@ -332,13 +348,13 @@ cdef void _wl_start_job(Wait* q, int64_t j, double now, const Service* sv) noexc
         _rel_push(q, now + (d if q.two_barrier else q.run[i]), w)
         if q.fail:
             q.wunit[w] = q.ufirst[j]
-        if q.srt:
+        if q.srel:
             q.scratch[i] = now + (d if q.two_barrier else q.run[i])
         if q.do_trace:
             q.trace_worker[off + i] = w
             q.trace_start[off + i] = now
             q.trace_end[off + i] = now + q.run[i]
-    if q.srt:
+    if q.srel:
         _srt_add(q, q.scratch, q.k[j], not q.two_barrier)
     if q.fail:
         _wl_attempt_ends(q, j, now, d, work)
@@ -402,7 +418,7 @@ cdef void _wl_start_unit(Wait* q, int64_t j, double now) noexcept nogil:
     q.ucur[u] = a + 1
     cdef int64_t w = _ifree_pop(q)
     _rel_push(q, end, w)
-    if q.srt:
+    if q.srel:
         _srt_add(q, &end, 1, False)
     q.wunit[w] = u
     q.work[j] += end - now
@@ -440,7 +456,7 @@ cdef void _wl_abort(Wait* q, int64_t j, double now) noexcept nogil:
     if cut:                                   # the heap again (its order is by (time, worker): no ties to keep)
         for i in range(q.n_rel // 2 - 1, -1, -1):
             _ev_sift_down(q.rel_time, q.rel_worker, q.n_rel, i)
-        if q.srt:
+        if q.srel:
             q.slo = 0
             q.shi = q.n_rel
             for i in range(q.n_rel):
@@ -484,7 +500,7 @@ cdef void _wl_start_task(Wait* q, int64_t j, double now) noexcept nogil:
     cdef int64_t w = _ifree_pop(q)
     cdef double end = now + x
     _rel_push(q, end, w)
-    if q.srt:
+    if q.srel:
         _srt_add(q, &end, 1, False)
     if q.do_trace:
         q.trace_worker[q.toff[j] + i] = w
@@ -672,7 +688,10 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
         if q.status[j] == C_WAITING:
             _wl_link(q, j)
     while True:
-        rel = q.rel_time[0] if q.n_rel > 0 else INFINITY
+        if q.arr:
+            rel = q.sorted_rel[q.slo] if q.shi > q.slo else INFINITY
+        else:
+            rel = q.rel_time[0] if q.n_rel > 0 else INFINITY
         if q.n_rt > 0 and q.rt_time[0] < rel:
             rel = q.rt_time[0]                # a failed job waits again (failures): an event like a release
         arr = q.arrival[pos] if pos < nw else INFINITY
@@ -690,11 +709,16 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
                 if j >= 0 and q.status[j] != C_STARTED:
                     _wl_abort(q, j, now)
             released = 0
+            if q.arr:                         # (no ids: a count of free workers)
+                while q.slo < q.shi and q.sorted_rel[q.slo] == now:
+                    q.n_free += 1
+                    q.slo += 1
+                    released += 1
             while q.n_rel > 0 and q.rel_time[0] == now:
                 _ifree_push(q, q.rel_worker[0])
                 q.n_rel = _ev_pop(q.rel_time, q.rel_worker, q.n_rel)
                 released += 1
-                if q.srt:
+                if q.srel:
                     q.slo += 1                # the earliest release, also first in the sorted copy
             while q.n_rt > 0 and q.rt_time[0] == now:     # then the failed jobs (tasks) due now, at their places
                 u = q.rt_job[0]
@@ -745,7 +769,7 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
                  const int64_t[::1] unatt=None, const unsigned char[::1] uab=None, int64_t[::1] ucur=None,
                  int64_t[::1] unext=None, int64_t[::1] rtop=None, int64_t[::1] left=None,
                  unsigned char[::1] doomed=None, double[::1] ab_time=None, int64_t[::1] ab_job=None,
-                 int64_t[::1] wunit=None):
+                 int64_t[::1] wunit=None, bint sorted_releases=False):
     """Process a window of jobs (those of earlier calls that have not all started, then a new chunk from
     ``pos``) until every event before ``next_first_arrival`` (inf: drain) is done; see the module docstring of
     :mod:`barrier_queues.schedulers.waitlist`. ``heap_state`` = (releases pending, free workers) carries the
@@ -758,7 +782,9 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
     (``ufirst`` per job; ``ujob``, ``utoff``, ``unatt``, ``uab``, ``ucur``, ``unext`` per unit) let a non-barrier
     job's tasks fail and be retried alone (``rtop``: its failed tasks due again, ``left``: tasks whose last
     attempt has not started, ``doomed``; aborts in the heap ``ab_time``/``ab_job``, ``heap_state[3]`` entries;
-    ``wunit``: each worker's unit)."""
+    ``wunit``: each worker's unit). With ``sorted_releases`` and neither a trace nor failures (no worker ids),
+    the pending releases are kept in an ascending array instead of the heap (the same outputs: no result depends
+    on the order of releases at one instant; for few workers, as the central kernel's free times)."""
     cdef Service sv = _service(phases, policy, stragglers, params)
     cdef int64_t nw = arrival.shape[0]
     cdef int64_t nclass = creq.shape[0]
@@ -809,14 +835,7 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
     q.run = buffers
     q.scratch = buffers + kmax
     q.sorted_rel = buffers + 2 * kmax
-    q.srt = discipline == C_BACKFILL              # the release times kept sorted (from the heap, once per call)
-    q.slo = 0
-    q.shi = heap_state[0] if q.srt else 0
-    q.scap = 2 * s + 1
-    for j in range(q.shi):
-        q.sorted_rel[j] = rel_time[j]
-    if q.shi > 1:
-        qsort(q.sorted_rel, q.shi, sizeof(double), _compare_double)
+    q.srt = discipline == C_BACKFILL              # backfill's trees and sorted release times
     q.two_barrier = two_barrier
     q.servers = s
     q.event = event_overhead
@@ -851,6 +870,17 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
         q.wunit = &wunit[0]
     q.n_ab = heap_state[3] if q.fail else 0
     q.ids = q.do_trace or q.fail
+    q.arr = sorted_releases and not q.ids         # the release times in an ascending array alone, not a heap
+    q.srel = q.srt or q.arr                       # the release times kept sorted (from the heap, once per call)
+    q.slo = 0
+    q.shi = heap_state[0] if q.srel else 0
+    q.scap = 2 * s + 1
+    for j in range(q.shi):
+        q.sorted_rel[j] = rel_time[j]
+    if q.shi > 1:
+        qsort(q.sorted_rel, q.shi, sizeof(double), _compare_double)
+    if q.arr:
+        q.n_rel = 0                               # (the heap stays empty; its entries are in sorted_rel)
     q.sv = &sv
     cdef int64_t* bint_buf = NULL
     cdef double* btree = NULL
@@ -895,7 +925,13 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
         q.btree = btree
     with nogil:
         _run_waitlist(&q, nw, pos, next_first_arrival, &sv, discipline)
-    heap_state[0] = q.n_rel
+    if q.arr:                                     # the releases back in rel_time, ascending (a valid heap)
+        for j in range(q.shi - q.slo):
+            rel_time[j] = q.sorted_rel[q.slo + j]
+            rel_worker[j] = 0
+        heap_state[0] = q.shi - q.slo
+    else:
+        heap_state[0] = q.n_rel
     heap_state[1] = q.n_free
     if q.fail:
         heap_state[2] = q.n_rt

@@ -44,7 +44,8 @@ from .._validation import ParameterError
 from ..inputs import chunk_jobs, draw_jobs
 from ..kernels import kernels_module
 from ..rules import kernel_params, reference_rule, reference_service
-from .base import Scheduler, register, trace_arrays, trace_frame
+from .base import Scheduler, chunk_pipeline, register, trace_arrays, trace_frame
+from .central import SORTED_FREE_MAX
 from .waitlist_reference import simulate_waitlist_reference
 
 DISCIPLINES = ("first-fit", "backfill", "server-filling")
@@ -66,8 +67,12 @@ def classes(system) -> tuple[np.ndarray, np.ndarray]:
 class _Window:
     """The jobs that have not all started, then the newest chunk (arrays in arrival order)."""
 
+    #: the window's per-job arrays; with job classes of their own (a workload's) ``job_class``, with failures
+    #: the attempts and units (the kernel reads those only with failures): a window carries only what it needs
     FIELDS = ("arrival", "k", "barrier", "cls", "toff", "status", "handed", "start", "dep", "work", "useful",
-              "completed", "job_class", "natt", "attempt", "aborted", "ufirst", "rtop", "left", "doomed", "seq", "nd")
+              "completed", "seq", "nd")
+    CLASS_FIELDS = ("job_class",)
+    FAIL_FIELDS = ("natt", "attempt", "aborted", "ufirst", "rtop", "left", "doomed")
     UNIT_FIELDS = ("ujob", "utoff", "unatt", "uab", "ucur", "unext")
 
     def __init__(self, system):
@@ -88,6 +93,7 @@ class _Window:
         self.wunit = np.full(s, -1, dtype=np.int64)          # each worker's unit (failures)
         self.parked = []                                     # done jobs behind a waiting one: (results, seq)
         self.seq = 0                                         # jobs appended so far
+        self.fields = self.results = None                    # set by the first chunk (see FIELDS)
 
     @property
     def times(self) -> np.ndarray:
@@ -108,22 +114,25 @@ class _Window:
         n = chunk["arrival"].size
         cls = np.searchsorted(self.ks, chunk["tasks"]) + np.where(chunk["barrier"], 0, self.ks.size)
         fail = self.fail
+        if self.fields is None:
+            classes = "cls" in chunk                        # the jobs' own classes (a workload's)
+            self.fields = self.FIELDS + (self.CLASS_FIELDS if classes else ()) + (self.FAIL_FIELDS if fail else ())
+            self.results = {**self.RESULTS, "cls": "job_class" if classes else "cls",
+                            **({"attempts": "natt", "aborted": "aborted"} if fail else {})}
         new = {"arrival": chunk["arrival"], "k": chunk["tasks"], "barrier": chunk["barrier"],
                "cls": cls.astype(np.int64), "toff": (chunk["toff"] if fail else chunk["offsets"]) + self.times.size,
                "status": np.zeros(n, dtype=np.int64), "handed": np.zeros(n, dtype=np.int64),
                "start": np.zeros(n), "dep": np.full(n, -np.inf), "work": np.zeros(n), "useful": np.zeros(n),
-               "completed": np.zeros(n, dtype=np.int64),
-               "job_class": chunk["cls"] if "cls" in chunk else cls.astype(np.int64),
-               "natt": chunk["attempts"] if fail else np.ones(n, dtype=np.int64),
-               "attempt": np.zeros(n, dtype=np.int64),
-               "aborted": chunk["aborted"] if fail else np.zeros(n, dtype=np.bool_),
-               "seq": np.arange(self.seq, self.seq + n, dtype=np.int64)}
+               "completed": np.zeros(n, dtype=np.int64), "seq": np.arange(self.seq, self.seq + n, dtype=np.int64)}
+        if "job_class" in self.fields:
+            new["job_class"] = chunk["cls"]
         drawn = chunk["holds" if fail else "times"].size            # each job's draws (holds), in job order
         new["nd"] = np.diff(np.append(new["toff"] - self.times.size, drawn))
         self.seq += n
         pos = 0 if self.arrays is None else self.arrays["arrival"].size
         if fail:
-            new["useful"] = chunk["useful"].copy()          # the successful attempt's work (the kernel times only)
+            new.update(natt=chunk["attempts"], attempt=np.zeros(n, dtype=np.int64), aborted=chunk["aborted"],
+                       useful=chunk["useful"].copy())   # the successful attempt's work (the kernel times only)
             nu = chunk["unit_attempts"].size
             held = 0 if self.units is None else self.units["ujob"].size
             new.update(ufirst=chunk["unit_first"] + held, rtop=np.full(n, -1, dtype=np.int64),
@@ -135,12 +144,10 @@ class _Window:
                     "unext": np.full(nu, -1, dtype=np.int64)}
             self.units = unew if self.units is None else {f: np.concatenate([self.units[f], unew[f]])
                                                           for f in self.UNIT_FIELDS}
+        if not pos:                                         # an empty window: the chunk's arrays, not a copy
+            self.arrays = new
         else:
-            for f in ("ufirst", "rtop", "left"):
-                new[f] = np.zeros(n, dtype=np.int64)
-            new["doomed"] = np.zeros(n, dtype=np.uint8)
-        self.arrays = new if self.arrays is None else {f: np.concatenate([self.arrays[f], new[f]])
-                                                       for f in self.FIELDS}
+            self.arrays = {f: np.concatenate([self.arrays[f], new[f]]) for f in self.fields}
         self._push(chunk["holds"] if fail else chunk["times"])
         if fail:                                            # room in the retry and abort heaps: a unit each, and
             room = self.units["ujob"].size + int(self.heap_state[2:].max())     # the entries they hold
@@ -165,10 +172,11 @@ class _Window:
             self.system.revive_interval or 1.0, self.phase, self.tick_state,
             *((a["natt"], a["attempt"], a["aborted"].astype(np.uint8), self.system.resubmit_delay, self.rt_time,
                self.rt_job, a["ufirst"], *(self.units[f] for f in self.UNIT_FIELDS), a["rtop"], a["left"],
-               a["doomed"], self.ab_time, self.ab_job, self.wunit) if self.fail else ()))
+               a["doomed"], self.ab_time, self.ab_job, self.wunit) if self.fail else ()),
+            sorted_releases=self.system.servers <= SORTED_FREE_MAX)
 
     RESULTS = {"arrival": "arrival", "tasks": "k", "barrier": "barrier", "start": "start", "departure": "dep",
-               "work": "work", "useful": "useful", "completed": "completed", "cls": "job_class"}
+               "work": "work", "useful": "useful", "completed": "completed"}
 
     def take_started(self) -> dict:
         """Remove the jobs that have all started (with failures: that are done) and return those before the
@@ -179,7 +187,7 @@ class _Window:
         n = a["arrival"].size
         waiting = np.flatnonzero(a["status"] != 2)
         first = int(waiting[0]) if waiting.size else n
-        keys = {**self.RESULTS, **({"attempts": "natt", "aborted": "aborted"} if self.fail else {})}
+        keys = self.results
         if waiting.size == n - first:                       # the done jobs are a prefix: hand them on
             done = {out: a[f][:first] for out, f in keys.items()}
             seq = a["seq"][:first]
@@ -255,7 +263,7 @@ def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None
     window = _Window(system)
     window.phase = rng.uniform(0.0, system.revive_interval) if system.overhead == "event" else 0.0
     size = chunk_jobs(system)
-    kernel, frame, done = 0.0, None, 0
+    kernel, frame = 0.0, None
     frng = failure_stream(rng) if window.fail else None
     if trace and window.fail:
         raise ParameterError("trace must be False with failure_rate: a trace records one attempt per task, and "
@@ -263,28 +271,24 @@ def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None
 
     scratch = {}                          # the draws' reused buffers (see draw_jobs)
 
-    def draw(n, **kw):
-        chunk = draw_jobs(system, n, rng, saturated=saturated, scratch=scratch, **kw)
+    def draw(start_time, done):
+        chunk = draw_jobs(system, min(size, jobs - done), rng, start_time=start_time, saturated=saturated,
+                          scratch=scratch)
         return failures.attempts(system, chunk, frng) if frng is not None else chunk
 
-    chunk = draw(min(size, jobs))
-    while chunk is not None:
-        n = chunk["arrival"].size
-        following = None
-        if done + n < jobs:
-            following = draw(min(size, jobs - done - n), start_time=chunk["arrival"][-1])
+    def step(chunk, following):
+        nonlocal kernel, frame
         pos = window.append(chunk)
         buffers = trace_arrays(trace, chunk["holds" if window.fail else "times"].size)
         t0 = time.perf_counter()
         window.run(pos, following["arrival"][0] if following is not None else np.inf, code, buffers)
         kernel += time.perf_counter() - t0
-        started = window.take_started()
-        if started["arrival"].size:
-            sink.add(started)
         if trace:
             frame = trace_frame(chunk, *buffers)
-        done += n
-        chunk = following
+        started = window.take_started()       # (new arrays or views of arrays the window no longer writes)
+        return started if started["arrival"].size else None
+
+    chunk_pipeline(draw, step, sink.add, jobs, size, threads=not trace)
     if window.arrays["arrival"].size:
         raise RuntimeError(f"{window.arrays['arrival'].size} jobs never started after draining (kernel bug)")
     return kernel, frame
