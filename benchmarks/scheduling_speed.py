@@ -9,6 +9,14 @@ rule costs more than 2x the paper's FIFO per job and whether the cost of a
 decision grows with the number of waiting jobs (first-fit looks at one head
 per job class, backfill walks the jobs behind its reservation).
 
+Failures (``--failures``, on by default; ``--no-failures`` skips them): on
+the same jobs, fcfs without failures (the paper's FIFO kernel) beside
+fcfs, first-fit and backfill with failures of running tasks (whole-stage
+restarts, at most 4 attempts, a resubmit delay), each ratio against fcfs
+without failures. A job with failures runs its attempts: more work per
+job, and the waiting-list kernel with worker ids, which failures need to
+kill a job's tasks.
+
 ``--workload FILE --rates R1,R2`` adds a workload file (ours, or one of the
 C++ peer MJQM's input files) at those arrival rates. ``--mjqm BINARY --mjqm-input NAME`` runs the
 C++ peer MJQM (``simulator_toml``, built by you: it is not part of this project) on its own input file
@@ -48,6 +56,15 @@ SYSTEMS = [
      + ",".join(f"{2**i}:{p}" for i, p in enumerate([0.5, 0.2, 0.1, 0.05, 0.05, 0.03, 0.02, 0.02, 0.01, 0.01, 0.01]))
      + " --utilization 0.3"),
 ]
+#: (name, options, failure options): each timed without failures under fcfs, then with failures under each rule
+FAILURE_SYSTEMS = [
+    ("1-barrier s=16 k=4 rho=0.7, failure rate 0.02", "-s 16 -k 4 --arrival-rate 2.8",
+     "--failure-rate 0.02 --max-attempts 4 --resubmit-delay 0.1"),
+    ("hybrid s=16 k=8 p=0.5 rho=0.6, failure rate 0.02", "-s 16 -k 8 --barrier-fraction 0.5 --utilization 0.6",
+     "--failure-rate 0.02 --max-attempts 4 --resubmit-delay 0.1"),
+    ("2-barrier s=16 k=4 rho=0.4, failure rate 0.05", "-s 16 -k 4 -b 2 --arrival-rate 1.6",
+     "--failure-rate 0.05 --max-attempts 4 --resubmit-delay 0.1"),
+]
 
 
 def run(cmd: list[str]) -> tuple[float, dict]:
@@ -70,20 +87,27 @@ def main(argv=None) -> int:
     parser.add_argument("--mjqm-events", type=int, default=2_000_000)
     parser.add_argument("--mjqm-timeout", type=float, default=600.0)
     parser.add_argument("--only-workload", action="store_true", help="skip the built-in systems")
+    parser.add_argument("--failures", action=argparse.BooleanOptionalAction, default=True,
+                        help="time the failure systems too (default: yes)")
     args = parser.parse_args(argv)
     if args.mjqm:
         return mjqm_side_by_side(args)
-    systems = [] if args.only_workload else list(SYSTEMS)
+    plain = [(d, f"--scheduling {d}") for d in DISCIPLINES]
+    systems = [] if args.only_workload else [(name, options, plain) for name, options in SYSTEMS]
     if args.workload:
-        systems += [(f"{args.workload} at {r}/unit time", f"--workload {args.workload} --arrival-rate {r}")
+        systems += [(f"{args.workload} at {r}/unit time", f"--workload {args.workload} --arrival-rate {r}", plain)
                     for r in args.rates.split(",")]
+    if args.failures and not args.only_workload:
+        systems += [(name, options, [("fcfs", "--scheduling fcfs")]
+                     + [(f"{d}, failures", f"--scheduling {d} {fail}") for d in DISCIPLINES])
+                    for name, options, fail in FAILURE_SYSTEMS]
     print("| system | discipline | whole process (s) | kernel jobs/s | x fcfs (whole) | mean waiting |")
     print("|---|---|---:|---:|---:|---:|")
-    for name, options in systems:
+    for name, options, rows in systems:
         base = None
-        for d in DISCIPLINES:
+        for d, rule in rows:
             cmd = [*CLI, "simulate", *options.split(), "--jobs",
-                   str(args.jobs), "--seed", "1", "--scheduling", d, "--allow-unstable", "--json"]
+                   str(args.jobs), "--seed", "1", *rule.split(), "--allow-unstable", "--json"]
             times, last = [], {}
             for _ in range(args.repeat):
                 seconds, last = run(cmd)

@@ -227,8 +227,10 @@ def _rounds(system, u: dict, first: np.ndarray, rng):
             aborted[active] = True
             break
         k = tasks[active]
-        pos = (u["offsets"][active][:, None] + np.arange(int(k.max()))[None, :])
-        pos = pos[np.arange(pos.shape[1])[None, :] < k[:, None]]           # the active units' tasks, in order
+        starts = np.zeros(active.size, dtype=np.int64)   # each active unit's first task among theirs
+        np.cumsum(k[:-1], out=starts[1:])
+        pos = np.repeat(u["offsets"][active] - starts, k)   # the active units' tasks, in order: offset + i
+        pos += np.arange(pos.size)
         clocks = rng.exponential(1.0 / gamma, size=pos.size)
         fresh = None
         if a > 0 and not identical:
@@ -237,8 +239,6 @@ def _rounds(system, u: dict, first: np.ndarray, rng):
         w = work[pos] - progress[pos]
         base = restart if a > 0 else 0.0
         need = base + w if tau is None else base + w + delta * np.floor(w / tau)
-        starts = np.zeros(active.size, dtype=np.int64)
-        np.cumsum(k[:-1], out=starts[1:])
         t_f = np.minimum.reduceat(np.where(clocks < need, clocks, np.inf), starts)
         failed = np.isfinite(t_f)
         holds = np.where(np.repeat(failed, k), np.minimum(need, np.repeat(t_f, k)), need)
@@ -248,9 +248,10 @@ def _rounds(system, u: dict, first: np.ndarray, rng):
             progress[pos] += tau * np.minimum(done, np.floor(w / tau))
         rounds.append((active, holds, clocks, fresh))
         natt[active] += 1
-        ok = ~failed
-        for i in range(int(k[ok].max()) if ok.any() else 0):    # the successful tasks' work, summed in task order
-            has = ok & (k > i)
+        has = np.flatnonzero(~failed)            # the successful units' tasks' work, summed in task order
+        for i in range(int(k[has].max()) if has.size else 0):
+            if i:
+                has = has[k[has] > i]               # (the units with more than i tasks: a shrinking set)
             useful[active[has]] += work[pos[starts[has] + i]]
         active = active[failed]
         a += 1
@@ -283,8 +284,10 @@ def _layout(chunk: dict, u: dict, natt, aborted, useful, rounds) -> dict:
         job_aborted = np.logical_or.reduceat(aborted, first) if first.size else aborted[:0]
         per = np.diff(np.append(first, tasks.size))
         job_useful = np.zeros(first.size)
+        has = np.arange(first.size)
         for i in range(int(per.max()) if per.size else 0):      # summed in task order, as the reference does
-            has = per > i
+            if i:
+                has = has[per[has] > i]             # (the jobs with more than i units: a shrinking set)
             job_useful[has] += useful[first[has] + i]
         job_useful[job_aborted] = 0.0
     out.update({"attempts": job_natt, "aborted": job_aborted, "useful": job_useful, "toff": toff[first],

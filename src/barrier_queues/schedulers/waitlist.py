@@ -24,13 +24,19 @@ kernel part is ``waitlist.pxi`` (``run_waitlist``): first-fit costs
 each waiting job would finish, so that instead of walking the jobs behind
 the reservation (``O(waiting jobs)``, as the reference and EASY
 implementations do) it finds the next job to start in ``O(classes log n)``:
-a decision's cost does not grow with the queue. The plain reference is
+a decision's cost does not grow with the queue. Up to
+:data:`~barrier_queues.schedulers.central.SORTED_FREE_MAX` workers, without
+a trace or failures (which need worker ids), the pending releases are one
+ascending array instead of a heap, as the central kernel's free times. The
+plain reference is
 :func:`~barrier_queues.schedulers.waitlist_reference.simulate_waitlist_reference`.
 
-Inputs stream chunk by chunk: the kernel keeps a window of the jobs that
-have not all started (in arrival order; with failures, not done); jobs done
-behind one that still waits are parked outside it, and results reach the
-statistics in arrival order.
+Inputs stream chunk by chunk, drawn, run and added to the statistics in
+the central queue's pipeline of three threads
+(:func:`~barrier_queues.schedulers.base.chunk_pipeline`): the kernel keeps a
+window of the jobs that have not all started (in arrival order; with
+failures, not done); jobs done behind one that still waits are parked
+outside it, and results reach the statistics in arrival order.
 """
 
 from __future__ import annotations
@@ -223,7 +229,9 @@ class _Window:
         self.arrays = {f: v[keep] for f, v in a.items()}
         if 2 * int(sizes.sum()) < self.times.size:          # compact the draws once half of them are dead
             idx = np.repeat(a["toff"][keep] - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
-            self._draws, self._used = self.times[idx], idx.size
+            kept = self.times[idx]                          # (a copy) to the buffer's front: it keeps its room
+            self._draws[:kept.size] = kept
+            self._used = kept.size
             new_toff = np.cumsum(sizes) - sizes
             shift = new_toff - a["toff"][keep]              # how far each kept job's draws moved
             self.arrays["toff"] = new_toff
