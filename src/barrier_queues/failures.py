@@ -241,7 +241,7 @@ def _rounds(system, u: dict, first: np.ndarray, rng):
         need = base + w if tau is None else base + w + delta * np.floor(w / tau)
         t_f = np.minimum.reduceat(np.where(clocks < need, clocks, np.inf), starts)
         failed = np.isfinite(t_f)
-        holds = np.where(np.repeat(failed, k), np.minimum(need, np.repeat(t_f, k)), need)
+        holds = np.minimum(need, np.repeat(t_f, k))    # (t_f = inf for a unit whose attempt succeeds: need)
         if tau is not None:
             elapsed = np.repeat(t_f, k) - base
             done = np.where(np.repeat(failed, k) & (elapsed > 0), np.floor(elapsed / (tau + delta)), 0.0)
@@ -269,9 +269,8 @@ def _layout(chunk: dict, u: dict, natt, aborted, useful, rounds) -> dict:
     holds, clocks, fresh = np.empty(total), np.empty(total), np.full(total, np.nan)
     for a, (active, h, c, f) in enumerate(rounds):
         k = tasks[active]
-        base = np.repeat(toff[active] + a * k, k)
-        within = np.arange(k.sum()) - np.repeat(np.cumsum(k) - k, k)
-        idx = base + within
+        idx = np.repeat(toff[active] + a * k - (np.cumsum(k) - k), k)     # toff + a k + i for task i
+        idx += np.arange(idx.size)
         holds[idx], clocks[idx] = h, c
         if f is not None:
             fresh[idx] = f
