@@ -1,0 +1,94 @@
+"""The benchmark scripts the README prints run and print their tables: short variants (a few thousand jobs, one
+run each, the CTMC's quick systems), checked for a row per system and rule, no error row, and the identities a
+table shows (fcfs is 1.00x itself; with one k the three rules give the same mean waiting). No test asserts a
+time: the numbers are the machine's."""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(script: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], capture_output=True,
+                          text=True, timeout=600, cwd=ROOT)
+
+
+def _ok(script: str, *args: str) -> str:
+    r = _run(script, *args)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr
+    return r.stdout
+
+
+def _rows(out: str) -> list[list[str]]:
+    """The cells of every markdown table row, without header and separator rows."""
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in out.splitlines()
+            if line.startswith("|")]
+    return [r for r in rows if not set(r[0]) <= set("-:") and r[0] not in ("system", "(s,k,l)", "workers s")]
+
+
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_scheduling_benchmark_times_every_rule_and_the_failures():
+    bench = _module("scheduling_speed")
+    out = _ok("scheduling_speed.py", "--jobs", "3000", "--repeat", "1", "--workload", "data/workloads/borg-a.json",
+              "--rates", "368,512")
+    rows = _rows(out)
+    plain = len(bench.SYSTEMS) + 2
+    assert len(rows) == 3 * plain + 4 * len(bench.FAILURE_SYSTEMS)
+    for name, rule, seconds, jobs_per_second, ratio, waiting in rows:
+        assert float(seconds) > 0 and float(jobs_per_second.replace(",", "")) > 0 and float(waiting) >= 0, name
+        assert ratio == "1.00" if rule == "fcfs" else float(ratio) > 0, (name, rule, ratio)
+    one_k = [r for r in rows if r[0] == bench.SYSTEMS[0][0]]
+    assert [r[1] for r in one_k] == ["fcfs", "first-fit", "backfill"]
+    assert len({r[5] for r in one_k}) == 1                   # one k: the rules coincide
+    failing = [r for r in rows if r[0] == bench.FAILURE_SYSTEMS[0][0]]
+    assert [r[1] for r in failing] == ["fcfs", "fcfs, failures", "first-fit, failures", "backfill, failures"]
+    assert float(failing[1][5]) > float(failing[0][5])         # failures add retries: longer waits
+    alone = _rows(_ok("scheduling_speed.py", "--jobs", "2000", "--repeat", "1", "--workload",
+                      "data/workloads/borg-a.json", "--rates", "368", "--only-workload", "--no-failures"))
+    assert [r[1] for r in alone] == ["fcfs", "first-fit", "backfill"]
+
+
+def test_the_simulator_benchmark_prints_its_whole_process_table_and_refuses_a_missing_forkulator():
+    bench = _module("simulator_speed")
+    out = _ok("simulator_speed.py", "--jobs", "3000", "--repeat", "1", "--skip", "memory", "kernel", "sweep",
+              "precision", "quick")
+    rows = _rows(out)
+    assert [r[0] for r in rows] == [c[0] for c in bench.CONFIGS]
+    assert all(float(r[1]) > 0 for r in rows)
+    missing = _run("simulator_speed.py", "--forkulator", str(ROOT / "no-such-forkulator"), "--jobs", "1000")
+    assert missing.returncode == 2 and "--forkulator must be a built forkulator checkout" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
+def test_the_ctmc_benchmark_solves_its_quick_systems():
+    rows = _rows(_ok("ctmc_scaling.py", "--quick"))
+    assert [r[0] for r in rows] == ["(32,16,16)", "(48,16,16)", "(64,16,12)"]
+    assert all(0 < float(r[-1]) < 1 for r in rows)          # rho_max
+
+
+def test_the_free_times_benchmark_prints_both_layouts_for_every_row(monkeypatch, capsys):
+    bench = _module("free_times_layout")
+    full = bench.ns_per_job
+    monkeypatch.setattr(bench, "ns_per_job", lambda system, sorted_free: full(system, sorted_free, 2000, 1))
+    bench.main()
+    rows = _rows(capsys.readouterr().out)
+    assert len(rows) == 7 * 3
+    assert all(float(r[2].replace(",", "")) > 0 and float(r[3].replace(",", "")) > 0 for r in rows)
+
+
+@pytest.mark.parametrize("script", ["scheduling_speed.py", "simulator_speed.py"])
+def test_a_bad_option_of_a_benchmark_is_one_line_and_exit_2(script):
+    r = _run(script, "--jobs", "many")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "--jobs" in r.stderr
