@@ -320,3 +320,26 @@ def test_the_chunk_pipeline_hands_on_every_chunk_in_order_with_or_without_thread
             collect(threads, fail_at=30)
         with pytest.raises(KeyError, match="add"):
             collect(threads, fail_add=True)
+
+
+@pytest.mark.parametrize("config", [
+    dict(servers=16, tasks_pmf={2: 0.8, 16: 0.2}, arrival_rate=1.6),        # overloaded: long class queues
+    dict(servers=16, tasks=8, barrier_fraction=0.5, arrival_rate=2.1),
+    dict(servers=12, tasks_pmf={1: 0.5, 3: 0.3, 12: 0.2}, barrier_fraction=0.7, arrival_rate=2.3),
+    dict(servers=16, tasks_pmf={4: 0.5, 8: 0.5}, barriers=2, release="knee",
+         task_dist="bimodal:p=0.9,rate1=2,rate2=0.2", arrival_rate=3.0),
+])
+def test_backfill_finds_the_same_jobs_in_its_class_lists_and_in_its_trees(config, monkeypatch):
+    """Backfill walks a class's waiting jobs while at most ``BACKFILL_LIST_MAX`` wait and searches its segment
+    tree above: always the tree (0), the default and never the tree give the reference's jobs, bit for bit, on
+    overloaded systems whose class queues (a class: k and barrier or not) grow past the default."""
+    system = S(**config, scheduling="backfill")
+    inputs = _inputs(system, 3000, seed=17)
+    ref = waitlist.reference(system, inputs)
+    start, arrival, tasks, barrier = np.asarray(ref["start"]), inputs["arrival"], inputs["tasks"], inputs["barrier"]
+    longest = max(int(((start[:j] > arrival[j]) & (tasks[:j] == tasks[j]) & (barrier[:j] == barrier[j])).sum())
+                  for j in range(tasks.size))
+    assert longest > waitlist.BACKFILL_LIST_MAX          # a class's queue outgrows the lists (its tree is used)
+    for limit in (0, waitlist.BACKFILL_LIST_MAX, 10**9):
+        monkeypatch.setattr(waitlist, "BACKFILL_LIST_MAX", limit)
+        _same(waitlist.run_inputs(system, inputs), ref)

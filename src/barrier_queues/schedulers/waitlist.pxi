@@ -51,7 +51,12 @@ cdef struct Wait:
     bint arr
     bint srel
     bint ids
-    # backfill: per class, a min segment tree over its jobs (arrival order) of when each would finish if started
+    # backfill: each waiting job's key (how long it would hold its last worker if started now) and, per class
+    # with more than BT_MIN waiting jobs, a min segment tree of the keys over its jobs (arrival order)
+    double* bkey
+    int64_t* bcount
+    int64_t* bon
+    int64_t bt_min
     double* btree
     const int64_t* bbase
     const int64_t* bsize
@@ -187,6 +192,39 @@ cdef inline void _rel_push(Wait* q, double t, int64_t w) noexcept nogil:
         q.n_rel = _ev_push(q.rel_time, q.rel_worker, q.n_rel, t, w)
 
 
+cdef inline void _bk_set(Wait* q, int64_t j, double v) noexcept nogil:
+    """Waiting job j's backfill key is now v (and its leaf, if its class's tree is on)."""
+    q.bkey[j] = v
+    if q.bon[q.cls[j]]:
+        _bt_set(q, j, v)
+
+
+cdef void _bk_added(Wait* q, int64_t j) noexcept nogil:
+    """Job j (its key set) joined its class's list: count it; past ``q.bt_min`` waiting jobs the class's tree
+    is switched on with every waiting job's key (and off when none waits: its leaves are then all INFINITY)."""
+    cdef int64_t c = q.cls[j]
+    cdef int64_t p
+    q.bcount[c] += 1
+    if q.bon[c]:
+        _bt_set(q, j, q.bkey[j])
+    elif q.bcount[c] > q.bt_min:
+        q.bon[c] = 1
+        p = q.chead[c]
+        while p >= 0:
+            _bt_set(q, p, q.bkey[p])
+            p = q.cnext[p]
+
+
+cdef inline void _bk_removed(Wait* q, int64_t j) noexcept nogil:
+    """Job j left its class's list: its leaf to INFINITY; with no job waiting the class's tree is off."""
+    cdef int64_t c = q.cls[j]
+    if q.bon[c]:
+        _bt_set(q, j, INFINITY)
+    q.bcount[c] -= 1
+    if q.bcount[c] == 0:
+        q.bon[c] = 0
+
+
 cdef inline void _bt_set(Wait* q, int64_t j, double v) noexcept nogil:
     """Set job j's leaf in its class's tree (INFINITY: not waiting) and the minima above it."""
     cdef int64_t c = q.cls[j]
@@ -247,7 +285,7 @@ cdef double _bt_key(Wait* q, int64_t j) noexcept nogil:
 cdef inline void _wl_link(Wait* q, int64_t j) noexcept nogil:
     cdef int64_t c = q.cls[j]
     if q.srt:
-        _bt_set(q, j, _bt_key(q, j))
+        q.bkey[j] = _bt_key(q, j)
     q.nxt[j] = -1
     q.prv[j] = q.tail
     if q.tail >= 0:
@@ -262,12 +300,14 @@ cdef inline void _wl_link(Wait* q, int64_t j) noexcept nogil:
     else:
         q.chead[c] = j
     q.ctail[c] = j
+    if q.srt:
+        _bk_added(q, j)
 
 
 cdef inline void _wl_unlink(Wait* q, int64_t j) noexcept nogil:
     cdef int64_t c = q.cls[j]
     if q.srt:
-        _bt_set(q, j, INFINITY)
+        _bk_removed(q, j)
     if q.prv[j] >= 0:
         q.nxt[q.prv[j]] = q.nxt[j]
     else:
@@ -291,13 +331,13 @@ cdef void _wl_insert(Wait* q, int64_t j) noexcept nogil:
     first waiting job with a larger index, in the list of all jobs and in its class's list."""
     cdef int64_t c = q.cls[j]
     cdef int64_t p = q.head
-    if q.srt:
-        _bt_set(q, j, _bt_key(q, j))
     while p >= 0 and p < j:
         p = q.nxt[p]
     if p < 0:
         _wl_link(q, j)
         return
+    if q.srt:
+        q.bkey[j] = _bt_key(q, j)
     q.nxt[j] = p
     q.prv[j] = q.prv[p]
     if q.prv[p] >= 0:
@@ -316,13 +356,15 @@ cdef void _wl_insert(Wait* q, int64_t j) noexcept nogil:
         else:
             q.chead[c] = j
         q.ctail[c] = j
-        return
-    q.cprev[j] = q.cprev[p]
-    if q.cprev[p] >= 0:
-        q.cnext[q.cprev[p]] = j
     else:
-        q.chead[c] = j
-    q.cprev[p] = j
+        q.cprev[j] = q.cprev[p]
+        if q.cprev[p] >= 0:
+            q.cnext[q.cprev[p]] = j
+        else:
+            q.chead[c] = j
+        q.cprev[p] = j
+    if q.srt:
+        _bk_added(q, j)
 
 
 cdef inline int64_t _wl_off(Wait* q, int64_t j) noexcept nogil:
@@ -439,7 +481,7 @@ cdef void _wl_start_unit(Wait* q, int64_t j, double now) noexcept nogil:
             q.completed[j] = q.k[j]
             q.status[j] = C_STARTED
     elif q.srt:
-        _bt_set(q, j, _wl_next_hold(q, j))
+        _bk_set(q, j, _wl_next_hold(q, j))
 
 
 cdef void _wl_abort(Wait* q, int64_t j, double now) noexcept nogil:
@@ -517,7 +559,7 @@ cdef void _wl_start_task(Wait* q, int64_t j, double now) noexcept nogil:
         q.status[j] = C_STARTED
         _wl_unlink(q, j)
     elif q.srt:
-        _bt_set(q, j, _wl_next_hold(q, j))
+        _bk_set(q, j, _wl_next_hold(q, j))
 
 
 cdef int64_t _wl_fcfs(Wait* q, double now, const Service* sv) noexcept nogil:
@@ -593,8 +635,8 @@ cdef void _wl_backfill(Wait* q, double now, const Service* sv) noexcept nogil:
                 continue
             if q.creq[c] <= spare:
                 cand = q.chead[c]
-                key = q.btree[q.bbase[c] + q.bsize[c] + q.bpos[cand]]
-            else:
+                key = q.bkey[cand]
+            elif q.bon[c]:
                 cand = -1
                 p = _bt_first(q, c, 0, limit)
                 while p >= 0:
@@ -603,6 +645,15 @@ cdef void _wl_backfill(Wait* q, double now, const Service* sv) noexcept nogil:
                         cand = q.bjobs[q.bjbase[c] + p]
                         break
                     p = _bt_first(q, c, p + 1, limit)
+            else:                                 # (few waiting: the class's list, the same first job)
+                cand = -1
+                p = q.chead[c]
+                while p >= 0:
+                    key = q.bkey[p]
+                    if key <= limit and now + key <= t_h:
+                        cand = p
+                        break
+                    p = q.cnext[p]
             if cand >= 0 and (best < 0 or cand < best):
                 best = cand
                 best_key = key
@@ -736,7 +787,7 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
                         q.status[j] = C_WAITING
                         _wl_insert(q, j)
                     elif q.srt:
-                        _bt_set(q, j, _wl_next_hold(q, j))
+                        _bk_set(q, j, _wl_next_hold(q, j))
             if q.event:
                 _wl_single(q, now, released, sv, discipline)
             else:
@@ -769,7 +820,7 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
                  const int64_t[::1] unatt=None, const unsigned char[::1] uab=None, int64_t[::1] ucur=None,
                  int64_t[::1] unext=None, int64_t[::1] rtop=None, int64_t[::1] left=None,
                  unsigned char[::1] doomed=None, double[::1] ab_time=None, int64_t[::1] ab_job=None,
-                 int64_t[::1] wunit=None, bint sorted_releases=False):
+                 int64_t[::1] wunit=None, bint sorted_releases=False, int64_t backfill_list_max=32):
     """Process a window of jobs (those of earlier calls that have not all started, then a new chunk from
     ``pos``) until every event before ``next_first_arrival`` (inf: drain) is done; see the module docstring of
     :mod:`barrier_queues.schedulers.waitlist`. ``heap_state`` = (releases pending, free workers) carries the
@@ -784,7 +835,10 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
     attempt has not started, ``doomed``; aborts in the heap ``ab_time``/``ab_job``, ``heap_state[3]`` entries;
     ``wunit``: each worker's unit). With ``sorted_releases`` and neither a trace nor failures (no worker ids),
     the pending releases are kept in an ascending array instead of the heap (the same outputs: no result depends
-    on the order of releases at one instant; for few workers, as the central kernel's free times)."""
+    on the order of releases at one instant; for few workers, as the central kernel's free times). Backfill
+    looks for a class's next job in its list of waiting jobs while at most ``backfill_list_max`` wait, in its
+    segment tree above (the same job: the first in arrival order that qualifies); a short queue then pays no tree
+    update per arrival, start and task."""
     cdef Service sv = _service(phases, policy, stragglers, params)
     cdef int64_t nw = arrival.shape[0]
     cdef int64_t nclass = creq.shape[0]
@@ -886,7 +940,7 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
     cdef double* btree = NULL
     cdef int64_t nb, total_tree, c
     if q.srt:                                     # backfill's trees: per class, its window jobs in arrival order
-        bint_buf = <int64_t*> malloc((3 * nclass + 2 * nw + 1) * sizeof(int64_t))
+        bint_buf = <int64_t*> malloc((5 * nclass + 2 * nw + 1) * sizeof(int64_t))
         if bint_buf == NULL:
             free(links)
             free(buffers)
@@ -896,8 +950,12 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
         q.bjbase = bint_buf + 2 * nclass
         q.bpos = bint_buf + 3 * nclass
         q.bjobs = bint_buf + 3 * nclass + nw
+        q.bcount = bint_buf + 3 * nclass + 2 * nw
+        q.bon = q.bcount + nclass
         for c in range(nclass):
             (<int64_t*> q.bsize)[c] = 0
+            q.bcount[c] = 0
+            q.bon[c] = 0
         for j in range(nw):                       # bsize counts the class's jobs for now
             (<int64_t*> q.bpos)[j] = q.bsize[cls[j]]
             (<int64_t*> q.bsize)[cls[j]] += 1
@@ -914,7 +972,7 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
             total_tree += 2 * j
         for j in range(nw):
             (<int64_t*> q.bjobs)[q.bjbase[cls[j]] + q.bpos[j]] = j
-        btree = <double*> malloc(total_tree * sizeof(double) + 1)
+        btree = <double*> malloc((total_tree + nw) * sizeof(double) + 1)
         if btree == NULL:
             free(links)
             free(buffers)
@@ -923,6 +981,8 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
         for j in range(total_tree):
             btree[j] = INFINITY
         q.btree = btree
+        q.bkey = btree + total_tree               # (set when a job joins the waiting jobs)
+        q.bt_min = backfill_list_max
     with nogil:
         _run_waitlist(&q, nw, pos, next_first_arrival, &sv, discipline)
     if q.arr:                                     # the releases back in rel_time, ascending (a valid heap)
