@@ -267,21 +267,39 @@ def test_spark_offers_across_chunk_boundaries():
     dict(servers=64, tasks_pmf={1: 0.6, 64: 0.4}, phases=64, arrival_rate=0.01, scheduling="backfill"),
     dict(servers=16, tasks_pmf={2: 0.5, 8: 0.5}, barriers=2, arrival_rate=1.0, scheduling="server-filling"),
     dict(servers=8, tasks_pmf={1: 0.5, 4: 0.5}, arrival_rate=1.0, scheduling="first-fit", overhead="event"),
+    dict(servers=16, tasks=4, arrival_rate=2.0, failure_rate=0.05, max_attempts=3, resubmit_delay=0.1),
+    dict(servers=16, tasks_pmf={2: 0.5, 8: 0.5}, barriers=2, arrival_rate=0.8, failure_rate=0.05,
+         max_attempts=4, resubmit_delay=0.2, scheduling="backfill"),
+    dict(servers=16, tasks=4, barrier_fraction=0.5, arrival_rate=1.5, failure_rate=0.05, max_attempts=3,
+         scheduling="first-fit"),
 ])
 def test_the_releases_in_a_sorted_array_and_in_the_heap_give_the_same_jobs(config, monkeypatch):
-    """Up to ``SORTED_FREE_MAX`` workers, without a trace or failures, the kernel keeps the pending releases in
-    an ascending array instead of the heap: the same jobs, bit for bit, over chunk boundaries (the releases
-    carried from call to call in ``rel_time``) and with 1 and 2 barriers, ties included (2 barriers: k
-    releases at one instant)."""
+    """Up to ``SORTED_FREE_MAX`` workers, without a trace or failures of non-barrier jobs (no worker ids), the
+    kernel keeps the pending releases in an ascending array instead of the heap: the same jobs, bit for bit,
+    over chunk boundaries (the releases carried from call to call in ``rel_time``) and with 1 and 2 barriers,
+    ties included (2 barriers: k releases at one instant). With failures of barrier jobs only the kernel runs
+    without worker ids: the same jobs, attempts and aborts as with them and the heap."""
     system = S(**config)
     jobs = 3 * chunk_jobs(system) + 17                   # three chunk boundaries, the pipeline's threads
     array = waitlist.SORTED_FREE_MAX
     assert system.servers <= array
+    run = waitlist._Window.run
+
+    def with_ids(self, *args, **kwargs):                 # worker ids whenever there are failures
+        self.kills = self.fail
+        return run(self, *args, **kwargs)
+
     runs = {}
-    for limit in (array, 0):                            # 0: always the heap
+    for limit in (array, 0):                            # 0: always the heap (and the ids)
         monkeypatch.setattr(waitlist, "SORTED_FREE_MAX", limit)
+        if limit == 0:
+            monkeypatch.setattr(waitlist._Window, "run", with_ids)
         runs[limit] = run_replication(system, jobs, np.random.default_rng(8), keep_jobs=True, warmup=0).jobs
-    for key in ("start", "departure", "work", "useful", "completed"):
+    keys = ("start", "departure", "work", "useful", "completed")
+    if system.failure_rate is not None:
+        keys += ("attempts", "aborted")
+        assert runs[0]["aborted"].any() and (runs[0]["attempts"] > 1).any()
+    for key in keys:
         assert np.array_equal(runs[0][key], runs[array][key]), key
 
 

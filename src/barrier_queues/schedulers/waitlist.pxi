@@ -105,7 +105,7 @@ cdef struct Wait:
 
 cdef inline void _ifree_push(Wait* q, int64_t w) noexcept nogil:
     """The free workers: a min-heap of worker ids (a job takes the lowest free ids). Only a trace and the
-    failures (which kill a job's tasks by worker) need the ids; otherwise a count does (``q.ids`` false: no
+    failures of non-barrier jobs (whose aborts kill a job's tasks by worker) need the ids; otherwise a count does (``q.ids`` false: no
     result depends on which free worker a task takes, since every release of an instant comes first)."""
     cdef int64_t pos = q.n_free
     cdef int64_t parent
@@ -389,7 +389,8 @@ cdef void _wl_start_job(Wait* q, int64_t j, double now, const Service* sv) noexc
         work += q.run[i]
         _rel_push(q, now + (d if q.two_barrier else q.run[i]), w)
         if q.fail:
-            q.wunit[w] = q.ufirst[j]
+            if q.ids:
+                q.wunit[w] = q.ufirst[j]
         if q.srel:
             q.scratch[i] = now + (d if q.two_barrier else q.run[i])
         if q.do_trace:
@@ -820,7 +821,8 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
                  const int64_t[::1] unatt=None, const unsigned char[::1] uab=None, int64_t[::1] ucur=None,
                  int64_t[::1] unext=None, int64_t[::1] rtop=None, int64_t[::1] left=None,
                  unsigned char[::1] doomed=None, double[::1] ab_time=None, int64_t[::1] ab_job=None,
-                 int64_t[::1] wunit=None, bint sorted_releases=False, int64_t backfill_list_max=32):
+                 int64_t[::1] wunit=None, bint sorted_releases=False, int64_t backfill_list_max=32,
+                 bint failure_ids=True):
     """Process a window of jobs (those of earlier calls that have not all started, then a new chunk from
     ``pos``) until every event before ``next_first_arrival`` (inf: drain) is done; see the module docstring of
     :mod:`barrier_queues.schedulers.waitlist`. ``heap_state`` = (releases pending, free workers) carries the
@@ -838,7 +840,9 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
     on the order of releases at one instant; for few workers, as the central kernel's free times). Backfill
     looks for a class's next job in its list of waiting jobs while at most ``backfill_list_max`` wait, in its
     segment tree above (the same job: the first in arrival order that qualifies); a short queue then pays no tree
-    update per arrival, start and task."""
+    update per arrival, start and task. ``failure_ids`` false (failures of barrier jobs only): no worker ids, since
+    only a non-barrier job's abort kills running tasks by worker (a barrier job's failed attempt ends at its drawn
+    time, all its tasks together)."""
     cdef Service sv = _service(phases, policy, stragglers, params)
     cdef int64_t nw = arrival.shape[0]
     cdef int64_t nclass = creq.shape[0]
@@ -923,7 +927,7 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
         q.ab_job = &ab_job[0] if ab_job.shape[0] else NULL
         q.wunit = &wunit[0]
     q.n_ab = heap_state[3] if q.fail else 0
-    q.ids = q.do_trace or q.fail
+    q.ids = q.do_trace or (q.fail and failure_ids)
     q.arr = sorted_releases and not q.ids         # the release times in an ascending array alone, not a heap
     q.srel = q.srt or q.arr                       # the release times kept sorted (from the heap, once per call)
     q.slo = 0

@@ -101,6 +101,10 @@ class _Window:
         self.tick_state = np.zeros(1)
         self.phase = 0.0
         self.fail = failures.enabled(system)
+        # worker ids with failures only where an abort kills running tasks by worker: a non-barrier job's
+        all_barrier = (system.barrier_fraction >= 1 if system.workload is None
+                       else all(c.barrier for c in system.workload))
+        self.kills = self.fail and not all_barrier
         self.heap_state = np.array([0, s, 0, 0], dtype=np.int64)  # releases, free workers, retries, aborts
         self.rt_time, self.rt_job = np.zeros(0), np.zeros(0, dtype=np.int64)
         self.ab_time, self.ab_job = np.zeros(0), np.zeros(0, dtype=np.int64)
@@ -188,7 +192,8 @@ class _Window:
             *((a["natt"], a["attempt"], a["aborted"].astype(np.uint8), self.system.resubmit_delay, self.rt_time,
                self.rt_job, a["ufirst"], *(self.units[f] for f in self.UNIT_FIELDS), a["rtop"], a["left"],
                a["doomed"], self.ab_time, self.ab_job, self.wunit) if self.fail else ()),
-            sorted_releases=self.system.servers <= SORTED_FREE_MAX, backfill_list_max=BACKFILL_LIST_MAX)
+            sorted_releases=self.system.servers <= SORTED_FREE_MAX, backfill_list_max=BACKFILL_LIST_MAX,
+            failure_ids=self.kills)
 
     RESULTS = {"arrival": "arrival", "tasks": "k", "barrier": "barrier", "start": "start", "departure": "dep",
                "work": "work", "useful": "useful", "completed": "completed"}
