@@ -335,3 +335,32 @@ def test_a_sweep_of_failure_systems_reports_aborts_attempts_and_goodput(tmp_path
     for key in ("aborted_share", "mean_attempts", "goodput"):
         assert (table[f"{key}_ci_low"] <= table[key]).all() and (table[key] <= table[f"{key}_ci_high"]).all()
     assert (table.mean_attempts > 1).all() and table.goodput.between(0, 1).all()
+
+
+WORKLOAD = [{"share": 0.6, "tasks": 2, "barrier": True, "task_dist": "exponential:rate=2"},
+            {"share": 0.3, "tasks": 4, "barrier": False, "task_dist": "erlang:shape=2,rate=2"},
+            {"share": 0.1, "tasks": 8, "barrier": True, "task_dist": "exponential:rate=0.5"}]
+
+
+@pytest.mark.parametrize("name", [*SYSTEMS, "workload classes", "uncapped, many rounds"])
+def test_the_compiled_attempts_equal_numpys_bit_for_bit(name):
+    """``attempts`` with each round's arithmetic and the layout compiled (``attempt_round``,
+    ``attempt_layout``) against the numpy code of the same steps, its plain reference: every array equal bit
+    for bit (NaN where no fresh draw), the same draws taken from the stream, on every system of this file
+    (different and identical work, checkpoints and restarts, caps, hybrid and non-barrier units), a workload's
+    classes with their own laws, and a rate high enough for many rounds."""
+    if name == "workload classes":
+        system = S(servers=16, workload=WORKLOAD, arrival_rate=1.0, failure_rate=0.3, max_attempts=5)
+    elif name == "uncapped, many rounds":
+        system = S(servers=16, tasks=16, arrival_rate=0.5, failure_rate=0.15)
+    else:
+        system = S(**SYSTEMS[name])
+    chunk = draw_jobs(system, 3000, np.random.default_rng(31))
+    rngs = [np.random.default_rng(32), np.random.default_rng(32)]
+    fast, ref = (fl.attempts(system, chunk, rng, compiled=c) for rng, c in zip(rngs, (True, False), strict=True))
+    assert fast.keys() == ref.keys()
+    for key in ref:
+        assert fast[key].dtype == ref[key].dtype and np.array_equal(fast[key], ref[key], equal_nan=True), key
+    assert rngs[0].random() == rngs[1].random()                # the same draws, in the same order
+    assert ref["unit_attempts"].max() >= (3 if name == "uncapped, many rounds" else min(2, system.max_attempts or 2))
+    assert ref["aborted"].any() == (system.max_attempts is not None)     # caps abort some jobs here

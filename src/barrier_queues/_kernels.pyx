@@ -109,3 +109,7 @@ include "schedulers/waitlist.pxi"
 # --------------------------------------------------------------------------------------------------
 # the streaming statistics of each chunk (barrier_queues.statistics)
 include "_statistics.pxi"
+
+# --------------------------------------------------------------------------------------------------
+# failures' attempts: a round's arithmetic and the layout (barrier_queues.failures)
+include "_failures.pxi"

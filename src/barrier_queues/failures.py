@@ -56,6 +56,7 @@ import math
 import numpy as np
 
 from ._validation import ParameterError
+from .kernels import kernels_module
 
 RETRY_WORK = ("different", "identical")
 #: Spark's resubmit delay (DAGScheduler.RESUBMIT_TIMEOUT, seconds) and attempt caps (Appendix C)
@@ -181,7 +182,7 @@ def units(chunk: dict) -> dict:
     return out
 
 
-def attempts(system, chunk: dict, rng: np.random.Generator) -> dict:
+def attempts(system, chunk: dict, rng: np.random.Generator, compiled: bool = True) -> dict:
     """Draw the attempts of each job of ``chunk`` (from :func:`barrier_queues.inputs.draw_jobs`).
 
     A barrier job's attempts restart all its ``k`` tasks; a non-barrier job's
@@ -197,15 +198,18 @@ def attempts(system, chunk: dict, rng: np.random.Generator) -> dict:
     ``attempts`` (the most attempts of one of its units), ``aborted`` (a unit
     aborted), ``useful`` (the work of the successful attempts, 0 if aborted)
     and ``toff`` (its first unit's first hold). Without non-barrier jobs a
-    unit is a job.
+    unit is a job. ``compiled``: each round's arithmetic and the layout by
+    the compiled ``attempt_round`` and ``attempt_layout``; False: by numpy,
+    the plain reference (the same numbers, bit for bit, tested; the draws
+    are numpy's either way, in the same order).
     """
     u = units(chunk)
-    natt, aborted, useful, rounds = _rounds(system, u, chunk["times"], rng)
-    out = _layout(chunk, u, natt, aborted, useful, rounds)
+    natt, aborted, useful, rounds = _rounds(system, u, chunk["times"], rng, compiled)
+    out = _layout(chunk, u, natt, aborted, useful, rounds, compiled)
     return out
 
 
-def _rounds(system, u: dict, first: np.ndarray, rng):
+def _rounds(system, u: dict, first: np.ndarray, rng, compiled: bool = True):
     gamma, cap = system.failure_rate, system.max_attempts or MAX_ROUNDS
     tau, delta = system.checkpoint_interval, system.checkpoint_cost
     restart, identical = system.restart_cost, system.retry_work == "identical"
@@ -229,15 +233,26 @@ def _rounds(system, u: dict, first: np.ndarray, rng):
         k = tasks[active]
         starts = np.zeros(active.size, dtype=np.int64)   # each active unit's first task among theirs
         np.cumsum(k[:-1], out=starts[1:])
-        pos = np.repeat(u["offsets"][active] - starts, k)   # the active units' tasks, in order: offset + i
-        pos += np.arange(pos.size)
-        clocks = rng.exponential(1.0 / gamma, size=pos.size)
+        size = int(starts[-1] + k[-1])
         fresh = None
-        if a > 0 and not identical:
+        fresh_due = a > 0 and not identical
+        if fresh_due or not compiled:
+            pos = np.repeat(u["offsets"][active] - starts, k)   # the active units' tasks, in order: offset + i
+            pos += np.arange(pos.size)
+        clocks = rng.exponential(1.0 / gamma, size=size)
+        if fresh_due:
             fresh = _fresh_times(system, tasks, u.get("cls"), active, rng)
             work[pos] = fresh
-        w = work[pos] - progress[pos]
         base = restart if a > 0 else 0.0
+        if compiled:                              # the same arithmetic, in one pass (_failures.pxi)
+            holds, failed = np.empty(size), np.empty(active.size, dtype=np.uint8)
+            kernels_module().attempt_round(active, tasks, u["offsets"], work, progress, clocks, base,
+                                           tau is not None, tau or 1.0, delta or 0.0, holds, natt, useful, failed)
+            rounds.append((active, holds, clocks, fresh))
+            active = active[failed.view(np.bool_)]
+            a += 1
+            continue
+        w = work[pos] - progress[pos]
         need = base + w if tau is None else base + w + delta * np.floor(w / tau)
         t_f = np.minimum.reduceat(np.where(clocks < need, clocks, np.inf), starts)
         failed = np.isfinite(t_f)
@@ -258,7 +273,7 @@ def _rounds(system, u: dict, first: np.ndarray, rng):
     return natt, aborted, useful, rounds
 
 
-def _layout(chunk: dict, u: dict, natt, aborted, useful, rounds) -> dict:
+def _layout(chunk: dict, u: dict, natt, aborted, useful, rounds, compiled: bool = True) -> dict:
     """Place each round's per-task arrays at ``unit_toff[u] + a k_u + i`` (unit-major); job arrays from the
     units'."""
     tasks = u["tasks"]
@@ -268,6 +283,10 @@ def _layout(chunk: dict, u: dict, natt, aborted, useful, rounds) -> dict:
     total = int(size.sum())
     holds, clocks, fresh = np.empty(total), np.empty(total), np.full(total, np.nan)
     for a, (active, h, c, f) in enumerate(rounds):
+        if compiled:
+            kernels_module().attempt_layout(active, tasks, toff, a, h, c, np.empty(0) if f is None else f,
+                                            holds, clocks, fresh)
+            continue
         k = tasks[active]
         idx = np.repeat(toff[active] + a * k - (np.cumsum(k) - k), k)     # toff + a k + i for task i
         idx += np.arange(idx.size)

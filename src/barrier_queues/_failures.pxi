@@ -1,0 +1,74 @@
+# Failures' attempts (barrier_queues.failures, Appendix B section 5): a round's arithmetic and the layout of the
+# rounds, compiled; included by _kernels.pyx. The random draws stay numpy's (in failures.py, in the same order),
+# and failures.py's numpy code of the same steps is the plain reference (equal bit for bit, tested).
+
+
+def attempt_round(const int64_t[::1] active, const int64_t[::1] tasks, const int64_t[::1] offsets,
+                  const double[::1] work, double[::1] progress, const double[::1] clocks, double base,
+                  bint checkpoints, double tau, double delta, double[::1] holds, int64_t[::1] natt,
+                  double[::1] useful, unsigned char[::1] failed):
+    """One round of attempts of the ``active`` units (unit ids, in order), what ``failures._rounds`` computes with
+    numpy, operation for operation. Task ``i`` of unit ``u`` is draw ``offsets[u] + i``; ``clocks`` and ``holds``
+    run over the round's tasks unit by unit. Per task the work left ``w = work - progress`` and the time needed
+    ``need = base + w`` (with checkpoints ``+ delta floor(w / tau)``); the unit's attempt fails at ``t_f``, the
+    earliest clock below its task's need (else it succeeds); each task holds ``min(need, t_f)``. Writes ``holds``
+    and ``failed`` (per active unit), adds 1 to ``natt``, the successful units' work to ``useful`` (in task
+    order) and, with checkpoints, the checkpointed work of a failed attempt to ``progress``."""
+    cdef int64_t n = active.shape[0], i, t, u, k, p, pos = 0
+    cdef double w, need, tf, c, done, fw, acc
+    if failed.shape[0] != n:
+        raise ValueError(f"failed must have one entry per active unit ({n})")
+    with nogil:
+        for i in range(n):
+            u = active[i]
+            k = tasks[u]
+            p = offsets[u]
+            tf = INFINITY
+            for t in range(k):
+                w = work[p + t] - progress[p + t]
+                need = base + w
+                if checkpoints:
+                    need = need + delta * floor(w / tau)
+                c = clocks[pos + t]
+                if c < need and c < tf:
+                    tf = c
+            for t in range(k):
+                w = work[p + t] - progress[p + t]
+                need = base + w
+                if checkpoints:
+                    need = need + delta * floor(w / tau)
+                holds[pos + t] = tf if tf < need else need
+            failed[i] = tf < INFINITY
+            if checkpoints and tf < INFINITY and tf - base > 0:
+                done = floor((tf - base) / (tau + delta))
+                for t in range(k):
+                    w = work[p + t] - progress[p + t]
+                    fw = floor(w / tau)
+                    progress[p + t] = progress[p + t] + tau * (done if done < fw else fw)
+            natt[u] += 1
+            if tf == INFINITY:
+                acc = useful[u]
+                for t in range(k):
+                    acc = acc + work[p + t]
+                useful[u] = acc
+            pos += k
+
+
+def attempt_layout(const int64_t[::1] active, const int64_t[::1] tasks, const int64_t[::1] toff, int64_t a,
+                   const double[::1] h, const double[::1] c, const double[::1] f, double[::1] holds,
+                   double[::1] clocks, double[::1] fresh):
+    """Round ``a``'s per-task values (unit by unit) at ``toff[u] + a k_u + i`` of ``holds`` and ``clocks`` (and
+    ``fresh`` when ``f`` is not empty), what ``failures._layout`` does with numpy's fancy indexing."""
+    cdef int64_t n = active.shape[0], i, t, u, k, at, pos = 0
+    cdef bint with_fresh = f.shape[0] > 0
+    with nogil:
+        for i in range(n):
+            u = active[i]
+            k = tasks[u]
+            at = toff[u] + a * k
+            for t in range(k):
+                holds[at + t] = h[pos]
+                clocks[at + t] = c[pos]
+                if with_fresh:
+                    fresh[at + t] = f[pos]
+                pos += 1
