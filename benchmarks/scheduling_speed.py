@@ -14,8 +14,8 @@ the same jobs, fcfs without failures (the paper's FIFO kernel) beside
 fcfs, first-fit and backfill with failures of running tasks (whole-stage
 restarts, at most 4 attempts, a resubmit delay), each ratio against fcfs
 without failures. A job with failures runs its attempts: more work per
-job, and the waiting-list kernel with worker ids, which failures need to
-kill a job's tasks.
+job, in the waiting-list kernel, with worker ids where a non-barrier job's
+abort must kill its tasks.
 
 ``--workload FILE --rates R1,R2`` adds a workload file (ours, or one of the
 C++ peer MJQM's input files) at those arrival rates. ``--mjqm BINARY --mjqm-input NAME`` runs the

@@ -24,20 +24,19 @@ def attempt_round(const int64_t[::1] active, const int64_t[::1] tasks, const int
             k = tasks[u]
             p = offsets[u]
             tf = INFINITY
-            for t in range(k):
+            for t in range(k):                    # each task's need (in holds for now) and the failure time
                 w = work[p + t] - progress[p + t]
                 need = base + w
                 if checkpoints:
                     need = need + delta * floor(w / tau)
+                holds[pos + t] = need
                 c = clocks[pos + t]
                 if c < need and c < tf:
                     tf = c
-            for t in range(k):
-                w = work[p + t] - progress[p + t]
-                need = base + w
-                if checkpoints:
-                    need = need + delta * floor(w / tau)
-                holds[pos + t] = tf if tf < need else need
+            if tf < INFINITY:                     # a failed attempt: every task holds min(need, t_f)
+                for t in range(k):
+                    if tf < holds[pos + t]:
+                        holds[pos + t] = tf
             failed[i] = tf < INFINITY
             if checkpoints and tf < INFINITY and tf - base > 0:
                 done = floor((tf - base) / (tau + delta))

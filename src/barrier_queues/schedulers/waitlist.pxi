@@ -52,7 +52,7 @@ cdef struct Wait:
     bint srel
     bint ids
     # backfill: each waiting job's key (how long it would hold its last worker if started now) and, per class
-    # with more than BT_MIN waiting jobs, a min segment tree of the keys over its jobs (arrival order)
+    # with more than bt_min waiting jobs, a min segment tree of the keys over its jobs (arrival order)
     double* bkey
     int64_t* bcount
     int64_t* bon
@@ -105,8 +105,9 @@ cdef struct Wait:
 
 cdef inline void _ifree_push(Wait* q, int64_t w) noexcept nogil:
     """The free workers: a min-heap of worker ids (a job takes the lowest free ids). Only a trace and the
-    failures of non-barrier jobs (whose aborts kill a job's tasks by worker) need the ids; otherwise a count does (``q.ids`` false: no
-    result depends on which free worker a task takes, since every release of an instant comes first)."""
+    failures of non-barrier jobs (whose aborts kill a job's tasks by worker) need the ids; otherwise a count
+    does (``q.ids`` false: no result depends on which free worker a task takes, since every release of an
+    instant comes first)."""
     cdef int64_t pos = q.n_free
     cdef int64_t parent
     if not q.ids:
@@ -388,9 +389,8 @@ cdef void _wl_start_job(Wait* q, int64_t j, double now, const Service* sv) noexc
         w = _ifree_pop(q)
         work += q.run[i]
         _rel_push(q, now + (d if q.two_barrier else q.run[i]), w)
-        if q.fail:
-            if q.ids:
-                q.wunit[w] = q.ufirst[j]
+        if q.fail and q.ids:
+            q.wunit[w] = q.ufirst[j]
         if q.srel:
             q.scratch[i] = now + (d if q.two_barrier else q.run[i])
         if q.do_trace:
@@ -835,8 +835,8 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
     (``ufirst`` per job; ``ujob``, ``utoff``, ``unatt``, ``uab``, ``ucur``, ``unext`` per unit) let a non-barrier
     job's tasks fail and be retried alone (``rtop``: its failed tasks due again, ``left``: tasks whose last
     attempt has not started, ``doomed``; aborts in the heap ``ab_time``/``ab_job``, ``heap_state[3]`` entries;
-    ``wunit``: each worker's unit). With ``sorted_releases`` and neither a trace nor failures (no worker ids),
-    the pending releases are kept in an ascending array instead of the heap (the same outputs: no result depends
+    ``wunit``: each worker's unit). With ``sorted_releases`` and no worker ids (no trace, and no failures or
+    ``failure_ids`` false), the pending releases are kept in an ascending array instead of the heap (the same outputs: no result depends
     on the order of releases at one instant; for few workers, as the central kernel's free times). Backfill
     looks for a class's next job in its list of waiting jobs while at most ``backfill_list_max`` wait, in its
     segment tree above (the same job: the first in arrival order that qualifies); a short queue then pays no tree

@@ -28,7 +28,7 @@ a decision's cost does not grow with the queue (a class's tree is kept only
 while more than :data:`BACKFILL_LIST_MAX` of its jobs wait; below, its
 list is walked). Up to
 :data:`~barrier_queues.schedulers.central.SORTED_FREE_MAX` workers, without
-a trace or failures (which need worker ids), the pending releases are one
+a trace or failures of non-barrier jobs (which need worker ids), the pending releases are one
 ascending array instead of a heap, as the central kernel's free times. The
 plain reference is
 :func:`~barrier_queues.schedulers.waitlist_reference.simulate_waitlist_reference`.
