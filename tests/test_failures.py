@@ -364,3 +364,19 @@ def test_the_compiled_attempts_equal_numpys_bit_for_bit(name):
     assert rngs[0].random() == rngs[1].random()                # the same draws, in the same order
     assert ref["unit_attempts"].max() >= (3 if name == "uncapped, many rounds" else min(2, system.max_attempts or 2))
     assert ref["aborted"].any() == (system.max_attempts is not None)     # caps abort some jobs here
+
+
+def test_attempts_without_the_raw_draws_lay_out_the_same_holds():
+    """``raw=False`` (a run's chunks: the kernel reads the holds, only the reference the clocks and fresh
+    draws) leaves out ``clocks`` and ``fresh`` and changes nothing else: every other array equal, the same
+    draws taken from the stream."""
+    system = S(servers=16, tasks=8, barrier_fraction=0.5, arrival_rate=1.0, failure_rate=0.2, max_attempts=4,
+               retry_work="different")
+    chunk = draw_jobs(system, 3000, np.random.default_rng(5))
+    rngs = [np.random.default_rng(6), np.random.default_rng(6)]
+    full, lean = (fl.attempts(system, chunk, rng, raw=raw) for rng, raw in zip(rngs, (True, False), strict=True))
+    assert set(full) - set(lean) == {"clocks", "fresh"} and set(lean) <= set(full)
+    for key in lean:
+        assert np.array_equal(full[key], lean[key]), key
+    assert rngs[0].random() == rngs[1].random()
+    assert (full["unit_attempts"] > 1).any() and np.isfinite(full["fresh"]).any()

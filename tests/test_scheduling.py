@@ -361,3 +361,29 @@ def test_backfill_finds_the_same_jobs_in_its_class_lists_and_in_its_trees(config
     for limit in (0, waitlist.BACKFILL_LIST_MAX, 10**9):
         monkeypatch.setattr(waitlist, "BACKFILL_LIST_MAX", limit)
         _same(waitlist.run_inputs(system, inputs), ref)
+
+
+def test_the_windows_rows_grow_in_place_and_keep_handed_views_for_two_steps():
+    """``waitlist._Rows``: a chunk is written after the rows kept (growing keeps them), keeping a subset moves it
+    to the next buffer, and views of a step's rows handed on (a chunk's results, read by the statistics thread
+    while the next chunk runs) hold their values until two more steps have kept and extended, as
+    ``chunk_pipeline``'s order needs (it waits for chunk i's statistics before handing on chunk i + 1's)."""
+    rows = waitlist._Rows({"x": np.float64, "n": np.int64})
+    rng = np.random.default_rng(3)
+    handed = []                                           # (views, their values when handed), newest last
+    sizes = [5, 40, 7, 300, 1, 0, 64, 3000, 9]
+    for step, n in enumerate(sizes):
+        before = {f: v.copy() for f, v in rows.view.items()}
+        x = rng.random(n)
+        rows.extend({"x": x, "n": step}, n)
+        m = before["x"].size
+        assert np.array_equal(rows.view["x"][:m], before["x"]) and np.array_equal(rows.view["n"][:m], before["n"])
+        assert np.array_equal(rows.view["x"][m:], x) and (rows.view["n"][m:] == step).all()
+        cut = rows.size // 2                              # hand on the first half, keep every third of the rest
+        handed.append(({f: v[:cut] for f, v in rows.view.items()}, {f: v[:cut].copy() for f, v in rows.view.items()}))
+        keep = np.arange(cut, rows.size, 3)
+        kept = {f: v[keep].copy() for f, v in rows.view.items()}
+        rows.keep(keep)
+        assert all(np.array_equal(rows.view[f], kept[f]) for f in kept)
+        for views, values in handed[-2:]:                 # this step's and the previous step's results
+            assert all(np.array_equal(views[f], values[f]) for f in views)

@@ -57,9 +57,11 @@ def attempt_layout(const int64_t[::1] active, const int64_t[::1] tasks, const in
                    const double[::1] h, const double[::1] c, const double[::1] f, double[::1] holds,
                    double[::1] clocks, double[::1] fresh):
     """Round ``a``'s per-task values (unit by unit) at ``toff[u] + a k_u + i`` of ``holds`` and ``clocks`` (and
-    ``fresh`` when ``f`` is not empty), what ``failures._layout`` does with numpy's fancy indexing."""
+    ``fresh`` when ``f`` is not empty; ``clocks`` not when it is empty), what ``failures._layout`` does with
+    numpy's fancy indexing."""
     cdef int64_t n = active.shape[0], i, t, u, k, at, pos = 0
     cdef bint with_fresh = f.shape[0] > 0
+    cdef bint with_clocks = clocks.shape[0] > 0
     with nogil:
         for i in range(n):
             u = active[i]
@@ -67,7 +69,8 @@ def attempt_layout(const int64_t[::1] active, const int64_t[::1] tasks, const in
             at = toff[u] + a * k
             for t in range(k):
                 holds[at + t] = h[pos]
-                clocks[at + t] = c[pos]
+                if with_clocks:
+                    clocks[at + t] = c[pos]
                 if with_fresh:
                     fresh[at + t] = f[pos]
                 pos += 1

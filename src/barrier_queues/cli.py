@@ -824,9 +824,36 @@ def main(argv=None) -> int:
     return 0
 
 
+#: glibc's mallopt(3) parameters set by the command (:func:`keep_freed_memory`): M_MMAP_THRESHOLD 32 MiB (the
+#: ceiling of glibc's own sliding threshold), M_TOP_PAD 64 MiB, M_TRIM_THRESHOLD 256 MiB
+MALLOPT = ((-3, 32 << 20), (-2, 64 << 20), (-1, 256 << 20))
+
+
+def keep_freed_memory() -> bool:
+    """Ask glibc's allocator to keep freed memory for reuse instead of handing it back to the system (the
+    command only: a process of its own; the library leaves its host's allocator alone). Returns whether it was
+    set (False where there is no glibc ``mallopt``).
+
+    A run allocates its arrays chunk by chunk (each a few MB: draws, attempts, the window's new values) and
+    frees them; by default glibc maps arrays above its threshold afresh, and trims the free top of its heaps
+    (the main one and the helper threads'), so the next chunk's arrays fault their pages in again, zeroed
+    by the kernel. Measured 2026-11-26 (3 runs each, ``simulate -s 16 -k 4 --arrival-rate 2.8 --jobs
+    1000000 --failure-rate 0.02 --max-attempts 4 --resubmit-delay 0.1``): system time 0.13-0.20 s -> 0.04-0.08
+    s, wall 0.43-0.53 s -> 0.38-0.41 s; the peak resident memory 170-175 MB -> 181-187 MB."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return all([mallopt(param, value) == 1 for param, value in MALLOPT])
+
+
 def entry() -> int:
-    """The ``barrier-queues`` command: :func:`main`, then ``gc.freeze()`` before the interpreter exits;
-    a closed standard output (``barrier-queues ... | head``) ends it quietly with status 1.
+    """The ``barrier-queues`` command: :func:`main` (after :func:`keep_freed_memory`), then ``gc.freeze()``
+    before the interpreter exits; a closed standard output (``barrier-queues ... | head``) ends it quietly
+    with status 1.
 
     At exit Python collects garbage over every object still alive (numpy's,
     argparse's, ours); frozen objects are skipped, and they are freed as
@@ -834,6 +861,7 @@ def entry() -> int:
     wall seconds of ``simulate -s 32 -k 1 --arrival-rate 22.4 --seed 1 --json``:
     0.279 -> 0.244 at 1,000 jobs, 0.521 -> 0.469 at 2,000,000.
     """
+    keep_freed_memory()
     try:
         return main()
     except BrokenPipeError:           # the reader left (``... | head``): no traceback, as Python's docs advise

@@ -182,7 +182,7 @@ def units(chunk: dict) -> dict:
     return out
 
 
-def attempts(system, chunk: dict, rng: np.random.Generator, compiled: bool = True) -> dict:
+def attempts(system, chunk: dict, rng: np.random.Generator, compiled: bool = True, raw: bool = True) -> dict:
     """Draw the attempts of each job of ``chunk`` (from :func:`barrier_queues.inputs.draw_jobs`).
 
     A barrier job's attempts restart all its ``k`` tasks; a non-barrier job's
@@ -201,12 +201,13 @@ def attempts(system, chunk: dict, rng: np.random.Generator, compiled: bool = Tru
     unit is a job. ``compiled``: each round's arithmetic and the layout by
     the compiled ``attempt_round`` and ``attempt_layout``; False: by numpy,
     the plain reference (the same numbers, bit for bit, tested; the draws
-    are numpy's either way, in the same order).
+    are numpy's either way, in the same order). ``raw`` False: without
+    ``clocks`` and ``fresh`` (what only the plain-Python reference reads; a
+    run's kernel needs the holds), so that they are not laid out.
     """
     u = units(chunk)
     natt, aborted, useful, rounds = _rounds(system, u, chunk["times"], rng, compiled)
-    out = _layout(chunk, u, natt, aborted, useful, rounds, compiled)
-    return out
+    return _layout(chunk, u, natt, aborted, useful, rounds, compiled, raw or not compiled)
 
 
 def _rounds(system, u: dict, first: np.ndarray, rng, compiled: bool = True):
@@ -273,18 +274,19 @@ def _rounds(system, u: dict, first: np.ndarray, rng, compiled: bool = True):
     return natt, aborted, useful, rounds
 
 
-def _layout(chunk: dict, u: dict, natt, aborted, useful, rounds, compiled: bool = True) -> dict:
+def _layout(chunk: dict, u: dict, natt, aborted, useful, rounds, compiled: bool = True, raw: bool = True) -> dict:
     """Place each round's per-task arrays at ``unit_toff[u] + a k_u + i`` (unit-major); job arrays from the
-    units'."""
+    units'. ``raw`` False: the holds only (compiled only)."""
     tasks = u["tasks"]
     size = natt * tasks
     toff = np.zeros(tasks.size, dtype=np.int64)
     np.cumsum(size[:-1], out=toff[1:])
     total = int(size.sum())
-    holds, clocks, fresh = np.empty(total), np.empty(total), np.full(total, np.nan)
+    holds = np.empty(total)
+    clocks, fresh = (np.empty(total), np.full(total, np.nan)) if raw else (np.empty(0), np.empty(0))
     for a, (active, h, c, f) in enumerate(rounds):
         if compiled:
-            kernels_module().attempt_layout(active, tasks, toff, a, h, c, np.empty(0) if f is None else f,
+            kernels_module().attempt_layout(active, tasks, toff, a, h, c, np.empty(0) if f is None or not raw else f,
                                             holds, clocks, fresh)
             continue
         k = tasks[active]
@@ -309,8 +311,9 @@ def _layout(chunk: dict, u: dict, natt, aborted, useful, rounds, compiled: bool 
             job_useful[has] += useful[first[has] + i]
         job_useful[job_aborted] = 0.0
     out.update({"attempts": job_natt, "aborted": job_aborted, "useful": job_useful, "toff": toff[first],
-                "holds": holds, "clocks": clocks, "fresh": fresh, "unit_attempts": natt, "unit_aborted": aborted,
-                "unit_toff": toff, "unit_first": first})
+                "holds": holds, "unit_attempts": natt, "unit_aborted": aborted, "unit_toff": toff, "unit_first": first})
+    if raw:
+        out.update(clocks=clocks, fresh=fresh)
     return out
 
 

@@ -116,7 +116,8 @@ class Sink:
             n = chunk["arrival"].size
             for f in JOB_FIELDS:
                 default = np.ones(n, dtype=np.int64) if f == "attempts" else np.zeros(n)
-                self.keep[f].append(np.asarray(chunk[f]) if f in chunk else default)
+                # (copies: a scheduler may write into its buffers again once the next chunk's results are added)
+                self.keep[f].append(np.array(chunk[f]) if f in chunk else default)
         if "aborted" in chunk:              # failures: aborted jobs are counted apart, the rest measured
             self._count_failures(chunk)
         if "aborted" in chunk and not self.measure_aborted:

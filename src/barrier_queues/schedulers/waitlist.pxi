@@ -731,15 +731,57 @@ cdef void _wl_decide(Wait* q, double now, const Service* sv, int64_t discipline)
         _wl_server_filling(q, now, sv)
 
 
+cdef inline int64_t _wl_need(Wait* q, int64_t discipline) noexcept nogil:
+    """Under fcfs or first-fit, how many free workers a decision needs to start anything: the head job's
+    (fcfs: k for a barrier job, else 1) or the least of the waiting classes' (first-fit); ``servers + 1``
+    when no job waits."""
+    cdef int64_t c, need
+    if discipline == C_FCFS:
+        if q.head < 0:
+            return q.servers + 1
+        return q.k[q.head] if q.barrier[q.head] else 1
+    need = q.servers + 1
+    for c in range(q.nclass):
+        if q.chead[c] >= 0 and q.creq[c] < need:
+            need = q.creq[c]
+    return need
+
+
+cdef inline double _wl_absorb(Wait* q, int64_t discipline, double now, double limit) noexcept nogil:
+    """Take the releases before ``limit`` (the next arrival) and before any retry or abort that cannot start
+    a job: under fcfs and first-fit a release whose decision would find fewer free workers than
+    :func:`_wl_need` only adds a free worker (with the releases in the ascending array: no ids, no revive
+    ticks), so it is counted without a decision. The release that brings the free workers to the need is left
+    to the event loop, with the others of its instant. Returns the time of the last release taken (or
+    ``now``)."""
+    cdef int64_t need = _wl_need(q, discipline)
+    cdef double t
+    if q.n_rt > 0 and q.rt_time[0] <= limit:
+        limit = q.rt_time[0]
+    if q.n_ab > 0 and q.ab_time[0] <= limit:
+        limit = q.ab_time[0]
+    while q.slo < q.shi and q.n_free + 1 < need:
+        t = q.sorted_rel[q.slo]
+        if t > limit or (t == limit and (q.n_rt > 0 and q.rt_time[0] == t or q.n_ab > 0 and q.ab_time[0] == t)):
+            break
+        now = t
+        q.n_free += 1
+        q.slo += 1
+    return now
+
+
 cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arrival, const Service* sv,
                         int64_t discipline) noexcept nogil:
     cdef double now = -INFINITY
     cdef double tick, rel, arr, bound
     cdef int64_t j, u, released
+    cdef bint absorb = q.arr and not q.event and (discipline == C_FCFS or discipline == C_FIRST_FIT)
     for j in range(pos):                      # jobs of earlier calls that still wait, in arrival order
         if q.status[j] == C_WAITING:
             _wl_link(q, j)
     while True:
+        if absorb and q.shi > q.slo:
+            now = _wl_absorb(q, discipline, now, q.arrival[pos] if pos < nw else next_first_arrival)
         if q.arr:
             rel = q.sorted_rel[q.slo] if q.shi > q.slo else INFINITY
         else:
