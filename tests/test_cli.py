@@ -652,3 +652,25 @@ def test_a_parser_built_for_one_command_is_the_full_parser_for_that_command():
             {a.dest: a.default for a in full.choices[name]._actions}
         others = [n for n in _COMMANDS if n != name]
         assert all(len(one.choices[n]._actions) == 1 for n in others)     # only -h: not built
+
+
+def test_the_command_keeps_freed_memory_where_glibc_allows_it(monkeypatch, capsys):
+    """``entry`` (the ``barrier-queues`` command) asks glibc's allocator to keep freed memory
+    (``keep_freed_memory``: every ``mallopt`` accepted there); without glibc's ``mallopt`` it returns False and
+    the command runs as before."""
+    import gc
+    import platform
+
+    from barrier_queues import cli
+
+    code = "from barrier_queues import cli; import barrier_queues; print(cli.keep_freed_memory())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == str(platform.libc_ver()[0] == "glibc")
+    calls = []
+    monkeypatch.setattr(cli, "keep_freed_memory", lambda: calls.append(1) or False)
+    monkeypatch.setattr(sys, "argv", ["barrier-queues", "stability", "-s", "4", "-k", "2", "--json"])
+    try:
+        assert cli.entry() == 0 and calls == [1]
+    finally:
+        gc.unfreeze()                                     # (entry freezes the objects alive at its end)
+    assert json.loads(capsys.readouterr().out)["servers"] == 4
