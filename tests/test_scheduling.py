@@ -272,13 +272,18 @@ def test_spark_offers_across_chunk_boundaries():
          max_attempts=4, resubmit_delay=0.2, scheduling="backfill"),
     dict(servers=16, tasks=4, barrier_fraction=0.5, arrival_rate=1.5, failure_rate=0.05, max_attempts=3,
          scheduling="first-fit"),
+    dict(servers=16, tasks=8, barrier_fraction=0.5, arrival_rate=1.2, failure_rate=0.1, max_attempts=2,
+         scheduling="backfill"),
+    dict(servers=12, tasks_pmf={1: 0.5, 3: 0.3, 12: 0.2}, barrier_fraction=0.3, arrival_rate=2.0,
+         failure_rate=0.1, max_attempts=2, resubmit_delay=0.3),
 ])
 def test_the_releases_in_a_sorted_array_and_in_the_heap_give_the_same_jobs(config, monkeypatch):
-    """Up to ``SORTED_FREE_MAX`` workers, without a trace or failures of non-barrier jobs (no worker ids), the
-    kernel keeps the pending releases in an ascending array instead of the heap: the same jobs, bit for bit,
-    over chunk boundaries (the releases carried from call to call in ``rel_time``) and with 1 and 2 barriers,
-    ties included (2 barriers: k releases at one instant). With failures of barrier jobs only the kernel runs
-    without worker ids: the same jobs, attempts and aborts as with them and the heap."""
+    """Up to ``SORTED_FREE_MAX`` workers, without a trace, the kernel keeps the pending releases in an
+    ascending array instead of the heap, with no worker ids: the same jobs, bit for bit, over chunk boundaries
+    (the releases carried from call to call in ``rel_time``) and with 1 and 2 barriers, ties included (2
+    barriers: k releases at one instant). With failures the same jobs, attempts and aborts as with worker ids
+    and the heap, also where a non-barrier job's abort kills its running tasks (found by worker id in the
+    heap, by their release times in the array)."""
     system = S(**config)
     jobs = 3 * chunk_jobs(system) + 17                   # three chunk boundaries, the pipeline's threads
     array = waitlist.SORTED_FREE_MAX
@@ -299,6 +304,8 @@ def test_the_releases_in_a_sorted_array_and_in_the_heap_give_the_same_jobs(confi
     if system.failure_rate is not None:
         keys += ("attempts", "aborted")
         assert runs[0]["aborted"].any() and (runs[0]["attempts"] > 1).any()
+        if system.barrier_fraction < 1:                  # non-barrier aborts, their tasks killed
+            assert (runs[0]["aborted"] & ~runs[0]["barrier"]).any()
     for key in keys:
         assert np.array_equal(runs[0][key], runs[array][key]), key
 

@@ -74,3 +74,49 @@ def attempt_layout(const int64_t[::1] active, const int64_t[::1] tasks, const in
                 if with_fresh:
                     fresh[at + t] = f[pos]
                 pos += 1
+
+
+def attempt_units(const int64_t[::1] tasks, const unsigned char[::1] barrier, const int64_t[::1] offsets,
+                  const int64_t[::1] first, int64_t[::1] job, int64_t[::1] utasks, int64_t[::1] uoffsets):
+    """The units of ``failures.units``: job ``j``'s from ``first[j]``, one (its ``k`` tasks) for a barrier job,
+    one per task for a non-barrier job; per unit its ``job``, ``utasks`` (``k`` or 1) and ``uoffsets`` (its
+    first task's draw: the job's offset plus the task's index)."""
+    cdef int64_t n = tasks.shape[0], j, i, at
+    with nogil:
+        for j in range(n):
+            at = first[j]
+            if barrier[j]:
+                job[at] = j
+                utasks[at] = tasks[j]
+                uoffsets[at] = offsets[j]
+            else:
+                for i in range(tasks[j]):
+                    job[at + i] = j
+                    utasks[at + i] = 1
+                    uoffsets[at + i] = offsets[j] + i
+
+
+def attempt_jobs(const int64_t[::1] first, const int64_t[::1] natt, const unsigned char[::1] aborted,
+                 const double[::1] useful, int64_t[::1] job_natt, unsigned char[::1] job_aborted,
+                 double[::1] job_useful):
+    """Per job, from its units ``first[j]`` up to the next job's: the most attempts of a unit, whether a unit
+    aborted, and the units' useful work summed in task order (0 if the job aborted), what ``failures._layout``
+    computes with numpy's reductions."""
+    cdef int64_t n = first.shape[0], nu = natt.shape[0], j, u, end, most
+    cdef unsigned char ab
+    cdef double acc
+    with nogil:
+        for j in range(n):
+            end = first[j + 1] if j + 1 < n else nu
+            most = natt[first[j]]
+            ab = aborted[first[j]]
+            acc = 0.0
+            for u in range(first[j], end):
+                if natt[u] > most:
+                    most = natt[u]
+                if aborted[u]:
+                    ab = 1
+                acc = acc + useful[u]
+            job_natt[j] = most
+            job_aborted[j] = ab
+            job_useful[j] = 0.0 if ab else acc

@@ -164,19 +164,29 @@ def _fresh_times(system, tasks: np.ndarray, cls, units: np.ndarray, rng) -> np.n
     return out
 
 
-def units(chunk: dict) -> dict:
+def units(chunk: dict, compiled: bool = True) -> dict:
     """The units that fail and are retried: a barrier job (its ``k`` tasks together), or one task of a
     non-barrier job (retried alone). Per unit, in job order then task order: ``job``, ``tasks`` (``k`` or
     1), ``offsets`` (its first task's draw in the chunk's ``times``) and ``cls``; ``first`` = index of each
-    job's first unit."""
+    job's first unit. ``compiled``: the per-unit arrays by the compiled ``attempt_units``; False: by numpy
+    (the reference, equal)."""
     tasks, barrier = chunk["tasks"], chunk["barrier"]
     per = np.where(barrier, 1, tasks)
-    job = np.repeat(np.arange(tasks.size), per)
     first = np.zeros(tasks.size, dtype=np.int64)
     np.cumsum(per[:-1], out=first[1:])
-    within = np.arange(job.size) - first[job]
-    out = {"job": job, "tasks": np.where(barrier[job], tasks[job], 1).astype(np.int64),
-           "offsets": chunk["offsets"][job] + within, "first": first}
+    if compiled:
+        total = int(first[-1] + per[-1]) if tasks.size else 0
+        job, utasks, offsets = (np.empty(total, dtype=np.int64) for _ in range(3))
+        kernels_module().attempt_units(np.ascontiguousarray(tasks, dtype=np.int64),
+                                       np.ascontiguousarray(barrier, dtype=np.bool_).view(np.uint8),
+                                       np.ascontiguousarray(chunk["offsets"], dtype=np.int64), first, job, utasks,
+                                       offsets)
+        out = {"job": job, "tasks": utasks, "offsets": offsets, "first": first}
+    else:
+        job = np.repeat(np.arange(tasks.size), per)
+        within = np.arange(job.size) - first[job]
+        out = {"job": job, "tasks": np.where(barrier[job], tasks[job], 1).astype(np.int64),
+               "offsets": chunk["offsets"][job] + within, "first": first}
     if "cls" in chunk:
         out["cls"] = chunk["cls"][job]
     return out
@@ -205,7 +215,7 @@ def attempts(system, chunk: dict, rng: np.random.Generator, compiled: bool = Tru
     ``clocks`` and ``fresh`` (what only the plain-Python reference reads; a
     run's kernel needs the holds), so that they are not laid out.
     """
-    u = units(chunk)
+    u = units(chunk, compiled)
     natt, aborted, useful, rounds = _rounds(system, u, chunk["times"], rng, compiled)
     return _layout(chunk, u, natt, aborted, useful, rounds, compiled, raw or not compiled)
 
@@ -299,6 +309,11 @@ def _layout(chunk: dict, u: dict, natt, aborted, useful, rounds, compiled: bool 
     first = u["first"]
     if first.size == tasks.size:                 # every unit is a job
         job_natt, job_aborted, job_useful = natt, aborted, useful
+    elif compiled:
+        job_natt, job_aborted, job_useful = (np.empty(first.size, dtype=np.int64),
+                                             np.empty(first.size, dtype=np.bool_), np.empty(first.size))
+        kernels_module().attempt_jobs(first, natt, aborted.view(np.uint8), useful, job_natt,
+                                      job_aborted.view(np.uint8), job_useful)
     else:
         job_natt = np.maximum.reduceat(natt, first) if first.size else natt[:0]
         job_aborted = np.logical_or.reduceat(aborted, first) if first.size else aborted[:0]

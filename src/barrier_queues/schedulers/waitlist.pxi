@@ -101,6 +101,7 @@ cdef struct Wait:
     int64_t* ab_job
     int64_t n_ab
     int64_t* wunit
+    double* urun                              # each unit's running attempt's end (failures without worker ids)
 
 
 cdef inline void _ifree_push(Wait* q, int64_t w) noexcept nogil:
@@ -463,7 +464,10 @@ cdef void _wl_start_unit(Wait* q, int64_t j, double now) noexcept nogil:
     _rel_push(q, end, w)
     if q.srel:
         _srt_add(q, &end, 1, False)
-    q.wunit[w] = u
+    if q.ids:
+        q.wunit[w] = u
+    else:
+        q.urun[u] = end
     q.work[j] += end - now
     if a < q.unatt[u] - 1:
         q.n_rt = _ev_push(q.rt_time, q.rt_job, q.n_rt, end + q.delay, u)
@@ -490,6 +494,8 @@ cdef void _wl_abort(Wait* q, int64_t j, double now) noexcept nogil:
     workers released now), its waiting tasks dropped."""
     cdef int64_t i, u
     cdef bint cut = False
+    if not q.ids:                             # (the releases in the ascending array: no workers to find)
+        _wl_abort_sorted(q, j, now)
     for i in range(q.n_rel):
         u = q.wunit[q.rel_worker[i]]
         if u >= 0 and q.ujob[u] == j and q.rel_time[i] > now:
@@ -512,6 +518,31 @@ cdef void _wl_abort(Wait* q, int64_t j, double now) noexcept nogil:
     q.status[j] = C_STARTED
     q.dep[j] = now
     q.completed[j] = 0
+
+
+cdef void _wl_abort_sorted(Wait* q, int64_t j, double now) noexcept nogil:
+    """Without worker ids (the releases an ascending array of times, ``q.arr``): each running task of job j
+    (a unit whose attempt ends after now, ``urun``) has its release moved to now. Releases of one time are
+    alike, so the entry found by bisection is as good as the task's own: the values, and with them every
+    result, are those of the heap with ids."""
+    cdef int64_t u, lo, hi, mid
+    cdef double t
+    for u in range(q.ufirst[j], q.ufirst[j] + q.k[j]):
+        t = q.urun[u]
+        if t <= now:
+            continue
+        lo = q.slo                            # the first entry >= t (there is one equal: the task's)
+        hi = q.shi
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if q.sorted_rel[mid] < t:
+                lo = mid + 1
+            else:
+                hi = mid
+        memmove(q.sorted_rel + q.slo + 1, q.sorted_rel + q.slo, (lo - q.slo) * sizeof(double))
+        q.sorted_rel[q.slo] = now             # (now precedes every pending release)
+        q.work[j] -= t - now
+        q.urun[u] = now
 
 
 cdef void _ev_sift_down(double* ev_time, int64_t* ev_worker, int64_t n, int64_t pos) noexcept nogil:
@@ -864,7 +895,7 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
                  int64_t[::1] unext=None, int64_t[::1] rtop=None, int64_t[::1] left=None,
                  unsigned char[::1] doomed=None, double[::1] ab_time=None, int64_t[::1] ab_job=None,
                  int64_t[::1] wunit=None, bint sorted_releases=False, int64_t backfill_list_max=32,
-                 bint failure_ids=True):
+                 bint failure_ids=True, double[::1] urun=None):
     """Process a window of jobs (those of earlier calls that have not all started, then a new chunk from
     ``pos``) until every event before ``next_first_arrival`` (inf: drain) is done; see the module docstring of
     :mod:`barrier_queues.schedulers.waitlist`. ``heap_state`` = (releases pending, free workers) carries the
@@ -877,14 +908,15 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
     (``ufirst`` per job; ``ujob``, ``utoff``, ``unatt``, ``uab``, ``ucur``, ``unext`` per unit) let a non-barrier
     job's tasks fail and be retried alone (``rtop``: its failed tasks due again, ``left``: tasks whose last
     attempt has not started, ``doomed``; aborts in the heap ``ab_time``/``ab_job``, ``heap_state[3]`` entries;
-    ``wunit``: each worker's unit). With ``sorted_releases`` and no worker ids (no trace, and no failures or
-    ``failure_ids`` false), the pending releases are kept in an ascending array instead of the heap (the same outputs: no result depends
-    on the order of releases at one instant; for few workers, as the central kernel's free times). Backfill
+    ``wunit``: each worker's unit, with worker ids; ``urun``: each unit's running attempt's end, without). With
+    ``sorted_releases`` and no trace, the pending releases are kept in an ascending array instead of the heap,
+    and the free workers are a count (the same outputs: no result depends on the order of releases at one
+    instant, or on which free worker a task takes; for few workers, as the central kernel's free times).
+    ``failure_ids`` (failures of non-barrier jobs, whose aborts kill their running tasks) needs worker ids
+    only with the heap: in the array a killed task's release is found by its time (``urun``). Backfill
     looks for a class's next job in its list of waiting jobs while at most ``backfill_list_max`` wait, in its
     segment tree above (the same job: the first in arrival order that qualifies); a short queue then pays no tree
-    update per arrival, start and task. ``failure_ids`` false (failures of barrier jobs only): no worker ids, since
-    only a non-barrier job's abort kills running tasks by worker (a barrier job's failed attempt ends at its drawn
-    time, all its tasks together)."""
+    update per arrival, start and task."""
     cdef Service sv = _service(phases, policy, stragglers, params)
     cdef int64_t nw = arrival.shape[0]
     cdef int64_t nclass = creq.shape[0]
@@ -968,8 +1000,9 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
         q.ab_time = &ab_time[0] if ab_time.shape[0] else NULL
         q.ab_job = &ab_job[0] if ab_job.shape[0] else NULL
         q.wunit = &wunit[0]
+        q.urun = &urun[0] if urun is not None and urun.shape[0] else NULL
     q.n_ab = heap_state[3] if q.fail else 0
-    q.ids = q.do_trace or (q.fail and failure_ids)
+    q.ids = q.do_trace or (q.fail and failure_ids and not sorted_releases)
     q.arr = sorted_releases and not q.ids         # the release times in an ascending array alone, not a heap
     q.srel = q.srt or q.arr                       # the release times kept sorted (from the heap, once per call)
     q.slo = 0

@@ -28,8 +28,8 @@ a decision's cost does not grow with the queue (a class's tree is kept only
 while more than :data:`BACKFILL_LIST_MAX` of its jobs wait; below, its
 list is walked). Up to
 :data:`~barrier_queues.schedulers.central.SORTED_FREE_MAX` workers, without
-a trace or failures of non-barrier jobs (which need worker ids), the pending releases are one
-ascending array instead of a heap, as the central kernel's free times. The
+a trace (which needs worker ids), the pending releases are one ascending array instead of a heap, as the
+central kernel's free times (a killed task's release is found there by its time). The
 plain reference is
 :func:`~barrier_queues.schedulers.waitlist_reference.simulate_waitlist_reference`.
 
@@ -148,7 +148,7 @@ class _Window:
     FAIL_FIELDS = {"natt": np.int64, "attempt": np.int64, "aborted": np.bool_, "ufirst": np.int64,
                    "rtop": np.int64, "left": np.int64, "doomed": np.uint8}
     UNIT_FIELDS = {"ujob": np.int64, "utoff": np.int64, "unatt": np.int64, "uab": np.uint8, "ucur": np.int64,
-                   "unext": np.int64}
+                   "unext": np.int64, "urun": np.float64}
 
     def __init__(self, system):
         self.system = system
@@ -161,7 +161,8 @@ class _Window:
         self.tick_state = np.zeros(1)
         self.phase = 0.0
         self.fail = failures.enabled(system)
-        # worker ids with failures only where an abort kills running tasks by worker: a non-barrier job's
+        # an abort kills running tasks only with failures of non-barrier jobs: found by worker id with the heap
+        # of releases (above SORTED_FREE_MAX workers), by their release times in the ascending array
         all_barrier = (system.barrier_fraction >= 1 if system.workload is None
                        else all(c.barrier for c in system.workload))
         self.kills = self.fail and not all_barrier
@@ -222,7 +223,8 @@ class _Window:
             ujob = (np.arange(pos, pos + n) if nu == n      # every unit a job
                     else np.repeat(np.arange(pos, pos + n), np.diff(chunk["unit_first"], append=nu)))
             self.units.extend({"ujob": ujob, "utoff": chunk["unit_toff"] + base, "unatt": chunk["unit_attempts"],
-                               "uab": chunk["unit_aborted"], "ucur": 0, "unext": -1}, nu)
+                               "uab": chunk["unit_aborted"], "ucur": 0, "unext": -1,
+                               "urun": -np.inf}, nu)
         self.rows.extend(new, n)
         self._push(chunk["holds"] if fail else chunk["times"])
         if fail:                                            # room in the retry and abort heaps: a unit each, and
@@ -248,10 +250,10 @@ class _Window:
             self.heap_state, self.free_ids, tw, ts, te, self.system.overhead == "event",
             self.system.revive_interval or 1.0, self.phase, self.tick_state,
             *((a["natt"], a["attempt"], a["aborted"].view(np.uint8), self.system.resubmit_delay, self.rt_time,
-               self.rt_job, a["ufirst"], *(u[f] for f in self.UNIT_FIELDS), a["rtop"], a["left"],
-               a["doomed"], self.ab_time, self.ab_job, self.wunit) if self.fail else ()),
+               self.rt_job, a["ufirst"], *(u[f] for f in ("ujob", "utoff", "unatt", "uab", "ucur", "unext")),
+               a["rtop"], a["left"], a["doomed"], self.ab_time, self.ab_job, self.wunit) if self.fail else ()),
             sorted_releases=self.system.servers <= SORTED_FREE_MAX, backfill_list_max=BACKFILL_LIST_MAX,
-            failure_ids=self.kills)
+            failure_ids=self.kills, urun=u["urun"] if self.fail else None)
 
     RESULTS = {"arrival": "arrival", "tasks": "k", "barrier": "barrier", "start": "start", "departure": "dep",
                "work": "work", "useful": "useful", "completed": "completed"}
