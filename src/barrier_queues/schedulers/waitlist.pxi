@@ -763,9 +763,9 @@ cdef void _wl_decide(Wait* q, double now, const Service* sv, int64_t discipline)
 
 
 cdef inline int64_t _wl_need(Wait* q, int64_t discipline) noexcept nogil:
-    """Under fcfs or first-fit, how many free workers a decision needs to start anything: the head job's
-    (fcfs: k for a barrier job, else 1) or the least of the waiting classes' (first-fit); ``servers + 1``
-    when no job waits."""
+    """Under fcfs, first-fit or backfill, how many free workers a decision needs to start anything: the head
+    job's (fcfs: k for a barrier job, else 1) or the least of the waiting classes' (first-fit and backfill, which
+    start only a job that fits); ``servers + 1`` when no job waits."""
     cdef int64_t c, need
     if discipline == C_FCFS:
         if q.head < 0:
@@ -780,7 +780,7 @@ cdef inline int64_t _wl_need(Wait* q, int64_t discipline) noexcept nogil:
 
 cdef inline double _wl_absorb(Wait* q, int64_t discipline, double now, double limit) noexcept nogil:
     """Take the releases before ``limit`` (the next arrival) and before any retry or abort that cannot start
-    a job: under fcfs and first-fit a release whose decision would find fewer free workers than
+    a job: under fcfs, first-fit and backfill a release whose decision would find fewer free workers than
     :func:`_wl_need` only adds a free worker (with the releases in the ascending array: no ids, no revive
     ticks), so it is counted without a decision. The release that brings the free workers to the need is left
     to the event loop, with the others of its instant. Returns the time of the last release taken (or
@@ -806,7 +806,7 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
     cdef double now = -INFINITY
     cdef double tick, rel, arr, bound
     cdef int64_t j, u, released
-    cdef bint absorb = q.arr and not q.event and (discipline == C_FCFS or discipline == C_FIRST_FIT)
+    cdef bint absorb = q.arr and not q.event and discipline != C_SERVER_FILLING
     for j in range(pos):                      # jobs of earlier calls that still wait, in arrival order
         if q.status[j] == C_WAITING:
             _wl_link(q, j)
