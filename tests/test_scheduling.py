@@ -394,3 +394,45 @@ def test_the_windows_rows_grow_in_place_and_keep_handed_views_for_two_steps():
         assert all(np.array_equal(rows.view[f], kept[f]) for f in kept)
         for views, values in handed[-2:]:                 # this step's and the previous step's results
             assert all(np.array_equal(views[f], values[f]) for f in views)
+
+
+@pytest.mark.parametrize("discipline, pmf, rate", [("first-fit", {2: 0.8, 16: 0.2}, 1.6),
+                                                   ("backfill", {2: 0.8, 16: 0.2}, 4.0),
+                                                   ("first-fit", {4: 1.0}, 5.0)])
+def test_a_window_of_starving_gangs_keeps_done_jobs_in_place_until_they_outnumber_the_others(discipline, pmf, rate,
+                                                                                                monkeypatch):
+    """Without failures, done jobs stay in the window (marked handed on) until they are more than twice the
+    others: over chunks of 300 jobs of systems whose window keeps growing (first-fit on k in {2, 16}: the
+    16-task jobs starve, done jobs behind them are parked; backfill, with its class trees, and one k:
+    overloaded, the done jobs a prefix of the rest), the run equals the reference on its inputs job for job,
+    and the window both left handed jobs in place and compacted."""
+    system = S(servers=16, tasks_pmf=pmf, arrival_rate=rate, scheduling=discipline)
+    monkeypatch.setattr(waitlist, "chunk_jobs", lambda system: 300)
+    seen, take, keep = [], waitlist._Window.take_started, waitlist._Window._keep
+
+    def spy_take(self):
+        out = take(self)
+        seen.append(("handed", self.handed, self.rows.size))
+        return out
+
+    def spy_keep(self, rows):
+        seen.append(("compact", rows.size, self.rows.size))
+        return keep(self, rows)
+
+    monkeypatch.setattr(waitlist._Window, "take_started", spy_take)
+    monkeypatch.setattr(waitlist._Window, "_keep", spy_keep)
+    jobs = 6000
+    rep = run_replication(system, jobs, np.random.default_rng(9), keep_jobs=True, warmup=0)
+    rng, parts, done, start = np.random.default_rng(9), [], 0, 0.0
+    while done < jobs:
+        part = draw_jobs(system, min(300, jobs - done), rng, start_time=start)
+        parts.append(part)
+        done += part["arrival"].size
+        start = part["arrival"][-1]
+    ref = simulate_waitlist_reference(*(np.concatenate([p[f] for p in parts]) for f in ("arrival", "tasks", "barrier",
+                                                                                        "times")),
+                                      16, discipline, release="fixed")
+    _same(rep.jobs, ref)
+    assert any(kind == "handed" and handed > 0 for kind, handed, _ in seen)            # left in place
+    assert any(kind == "compact" and 0 < kept < size for kind, kept, size in seen)     # compacted, some kept
+    assert max(size for kind, _, size in seen) > 1000                                  # a growing window

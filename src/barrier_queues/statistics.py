@@ -508,6 +508,7 @@ class RunAccumulator:
         self.nsegments = math.ceil(self.nblocks / self.segment_blocks)
         self.kept = min(self.nsegments, math.ceil(self.nsegments / 2) + 1)   # segments with their own histogram
         self.floor, self.alpha = floor, alpha
+        self.jobs = int(jobs)
         self.blocks = np.zeros((len(COLUMNS) + 1, self.nblocks))           # last row: counts
         self.hist = [{m: LogHistogram(floor, alpha) for m in METRICS} for _ in range(self.kept)]
         self.tail = {m: LogHistogram(floor, alpha) for m in METRICS}
@@ -577,6 +578,8 @@ class RunAccumulator:
         n = arrival.size
         if n == 0:
             return
+        if self.seen + n > self.jobs:       # (the compiled block sums would write past their blocks)
+            raise RuntimeError(f"{self.seen + n} jobs added to statistics sized for {self.jobs} (a scheduler bug)")
         first_spacing = start[0] - self.previous_start if self.seen > 0 else 0.0
         drop = min(max(self.skip - self.seen, 0), n)
         self.seen += n
