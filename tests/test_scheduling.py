@@ -276,10 +276,14 @@ def test_spark_offers_across_chunk_boundaries():
          scheduling="backfill"),
     dict(servers=12, tasks_pmf={1: 0.5, 3: 0.3, 12: 0.2}, barrier_fraction=0.3, arrival_rate=2.0,
          failure_rate=0.1, max_attempts=2, resubmit_delay=0.3),
+    dict(servers=128, tasks_pmf={1: 0.5, 4: 0.3, 32: 0.15, 128: 0.05}, arrival_rate=9.0, scheduling="backfill"),
+    dict(servers=100, tasks=20, barrier_fraction=0.5, arrival_rate=4.0, failure_rate=0.1, max_attempts=2,
+         scheduling="backfill"),
 ])
 def test_the_releases_in_a_sorted_array_and_in_the_heap_give_the_same_jobs(config, monkeypatch):
-    """Up to ``SORTED_FREE_MAX`` workers, without a trace, the kernel keeps the pending releases in an
-    ascending array instead of the heap, with no worker ids: the same jobs, bit for bit, over chunk boundaries
+    """Up to ``SORTED_FREE_MAX`` workers, and under backfill at any number, without a trace, the kernel keeps
+    the pending releases in an ascending array instead of the heap, with no worker ids: the same jobs, bit for
+    bit, over chunk boundaries
     (the releases carried from call to call in ``rel_time``) and with 1 and 2 barriers, ties included (2
     barriers: k releases at one instant). With failures the same jobs, attempts and aborts as with worker ids
     and the heap, also where a non-barrier job's abort kills its running tasks (found by worker id in the
@@ -287,7 +291,7 @@ def test_the_releases_in_a_sorted_array_and_in_the_heap_give_the_same_jobs(confi
     system = S(**config)
     jobs = 3 * chunk_jobs(system) + 17                   # three chunk boundaries, the pipeline's threads
     array = waitlist.SORTED_FREE_MAX
-    assert system.servers <= array
+    assert waitlist.releases_in_array(system, waitlist.discipline_code(system.scheduling))
     run = waitlist._Window.run
 
     def with_ids(self, *args, **kwargs):                 # worker ids whenever there are failures
@@ -296,8 +300,8 @@ def test_the_releases_in_a_sorted_array_and_in_the_heap_give_the_same_jobs(confi
 
     runs = {}
     for limit in (array, 0):                            # 0: always the heap (and the ids)
-        monkeypatch.setattr(waitlist, "SORTED_FREE_MAX", limit)
         if limit == 0:
+            monkeypatch.setattr(waitlist, "releases_in_array", lambda system, code: False)
             monkeypatch.setattr(waitlist._Window, "run", with_ids)
         runs[limit] = run_replication(system, jobs, np.random.default_rng(8), keep_jobs=True, warmup=0).jobs
     keys = ("start", "departure", "work", "useful", "completed")
@@ -436,3 +440,20 @@ def test_a_window_of_starving_gangs_keeps_done_jobs_in_place_until_they_outnumbe
     assert any(kind == "handed" and handed > 0 for kind, handed, _ in seen)            # left in place
     assert any(kind == "compact" and 0 < kept < size for kind, kept, size in seen)     # compacted, some kept
     assert max(size for kind, _, size in seen) > 1000                                  # a growing window
+
+
+def test_the_compiled_sort_equals_numpys_on_every_shape_of_input():
+    """``_sort_doubles`` (a job's release times, a release rule's order statistics): numpy's sorted values on
+    random, few distinct, sorted, reversed and constant inputs of 0 to 4,096 values, and libc's ``qsort``
+    through the same wrapper agrees."""
+    from barrier_queues.kernels import kernels_module
+
+    sort = kernels_module().sort_doubles
+    rng = np.random.default_rng(4)
+    for n in (0, 1, 2, 3, 16, 17, 18, 33, 100, 1000, 4096):
+        for values in (rng.random(n), rng.integers(0, 5, n).astype(float), np.sort(rng.exponential(size=n)),
+                       np.sort(rng.random(n))[::-1].copy(), np.full(n, 2.5)):
+            ours, theirs = values.copy(), values.copy()
+            sort(ours)
+            sort(theirs, True)
+            assert np.array_equal(ours, np.sort(values)) and np.array_equal(theirs, ours), n

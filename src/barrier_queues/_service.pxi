@@ -42,6 +42,62 @@ cdef int _compare(const void* a, const void* b) noexcept nogil:
     return (x > y) - (x < y)
 
 
+cdef void _sort_doubles(double* a, int64_t n) noexcept nogil:
+    """Sort ``a[:n]`` ascending in place (no NaN): quicksort with the median of three and Hoare's partition,
+    the smaller side recursed and the larger looped over (depth O(log n)), insertion sort below 17 values. The
+    sorted values are those of any correct sort; against libc's ``qsort``, which calls its comparison through
+    a pointer, 1.7x as fast at 64 and at 1,024 exponential values (2026-11-26: 1.45 against 2.47 us, 34
+    against 58 us, through :func:`sort_doubles`)."""
+    cdef int64_t lo = 0, hi = n - 1, i, j, mid
+    cdef double p, x
+    while hi - lo > 16:
+        mid = lo + ((hi - lo) >> 1)
+        if a[mid] < a[lo]:
+            a[mid], a[lo] = a[lo], a[mid]
+        if a[hi] < a[lo]:
+            a[hi], a[lo] = a[lo], a[hi]
+        if a[hi] < a[mid]:
+            a[hi], a[mid] = a[mid], a[hi]
+        p = a[mid]                                # a[lo] <= p <= a[hi]: both scans stop inside
+        i = lo
+        j = hi
+        while i <= j:
+            while a[i] < p:
+                i += 1
+            while a[j] > p:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if j - lo < hi - i:                       # a[lo..j] <= p <= a[i..hi]
+            _sort_doubles(a + lo, j - lo + 1)
+            lo = i
+        else:
+            _sort_doubles(a + i, hi - i + 1)
+            hi = j
+    for i in range(lo + 1, hi + 1):
+        x = a[i]
+        j = i - 1
+        while j >= lo and a[j] > x:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = x
+
+
+def sort_doubles(double[::1] values, bint with_qsort=False):
+    """:func:`_sort_doubles` on ``values`` in place (``with_qsort``: libc's ``qsort`` instead), for tests and
+    the benchmark."""
+    cdef int64_t n = values.shape[0]
+    if n == 0:
+        return
+    with nogil:
+        if with_qsort:
+            qsort(&values[0], n, sizeof(double), _compare)
+        else:
+            _sort_doubles(&values[0], n)
+
+
 cdef struct Service:
     # the release rule and phases of every job of a system
     int64_t phases
@@ -113,7 +169,7 @@ cdef double _job_service(const double* times, int64_t o, int64_t k, const Servic
     else:                                 # any correct sort gives the same sorted values
         for i in range(k):
             scratch[i] = times[o + i]
-        qsort(scratch, k, sizeof(double), _compare)
+        _sort_doubles(scratch, k)
     if sv.policy == C_FIXED:
         completed = k - sv.stragglers
         d = scratch[completed - 1]

@@ -155,13 +155,13 @@ cdef void _srt_add(Wait* q, double* b, int64_t k, bint sort) noexcept nogil:
     the release heap, so that its reservation costs O(log s), not a sort of every running task per decision, and
     without worker ids on few workers (``sorted_releases``) it is the release times (``q.arr``, no heap). New releases
     are mostly the latest, so the merge runs from the end: O(k log k) plus the entries it passes. ``b`` is sorted
-    by insertion up to 16 values (a few compares for a job's k release times, where ``qsort`` calls its
-    comparison through a pointer), else by ``qsort``: the same ascending values either way."""
+    by insertion up to 16 values (a few compares for a job's k release times), else by ``_sort_doubles``: the
+    same ascending values either way."""
     cdef double* a = q.sorted_rel
     cdef int64_t i, j, out
     cdef double x
     if sort and k > 16:
-        qsort(b, k, sizeof(double), _compare_double)
+        _sort_doubles(b, k)
     elif sort:
         for i in range(1, k):
             x = b[i]
@@ -491,18 +491,22 @@ cdef void _wl_start_unit(Wait* q, int64_t j, double now) noexcept nogil:
 
 cdef void _wl_abort(Wait* q, int64_t j, double now) noexcept nogil:
     """Non-barrier job j aborts at now (a task's last attempt failed): its running tasks are killed (their
-    workers released now), its waiting tasks dropped."""
+    workers released now, the work they would still have done taken off the job's, in ascending order of
+    their release times: the same sum whatever holds the releases), its waiting tasks dropped."""
     cdef int64_t i, u
-    cdef bint cut = False
+    cdef int64_t cut = 0
     if not q.ids:                             # (the releases in the ascending array: no workers to find)
         _wl_abort_sorted(q, j, now)
     for i in range(q.n_rel):
         u = q.wunit[q.rel_worker[i]]
         if u >= 0 and q.ujob[u] == j and q.rel_time[i] > now:
-            q.work[j] -= q.rel_time[i] - now
+            q.scratch[cut] = q.rel_time[i]    # (at most k of j's tasks run: scratch holds k)
             q.rel_time[i] = now
-            cut = True
-    if cut:                                   # the heap again (its order is by (time, worker): no ties to keep)
+            cut += 1
+    if cut:
+        _sort_doubles(q.scratch, cut)
+        for i in range(cut):
+            q.work[j] -= q.scratch[i] - now                                   # the heap again (its order is by (time, worker): no ties to keep)
         for i in range(q.n_rel // 2 - 1, -1, -1):
             _ev_sift_down(q.rel_time, q.rel_worker, q.n_rel, i)
         if q.srel:
@@ -522,15 +526,21 @@ cdef void _wl_abort(Wait* q, int64_t j, double now) noexcept nogil:
 
 cdef void _wl_abort_sorted(Wait* q, int64_t j, double now) noexcept nogil:
     """Without worker ids (the releases an ascending array of times, ``q.arr``): each running task of job j
-    (a unit whose attempt ends after now, ``urun``) has its release moved to now. Releases of one time are
-    alike, so the entry found by bisection is as good as the task's own: the values, and with them every
-    result, are those of the heap with ids."""
-    cdef int64_t u, lo, hi, mid
+    (a unit whose attempt ends after now, ``urun``) has its release moved to now, and the work it would still
+    have done taken off the job's in ascending order of the release times (as :func:`_wl_abort` does with the
+    heap). Releases of one time are alike, so the entry found by bisection is as good as the task's own: the
+    values, and with them every result, are those of the heap with ids."""
+    cdef int64_t u, lo, hi, mid, i
+    cdef int64_t cut = 0
     cdef double t
     for u in range(q.ufirst[j], q.ufirst[j] + q.k[j]):
-        t = q.urun[u]
-        if t <= now:
-            continue
+        if q.urun[u] > now:
+            q.scratch[cut] = q.urun[u]
+            q.urun[u] = now
+            cut += 1
+    _sort_doubles(q.scratch, cut)
+    for i in range(cut):
+        t = q.scratch[i]
         lo = q.slo                            # the first entry >= t (there is one equal: the task's)
         hi = q.shi
         while lo < hi:
@@ -542,7 +552,6 @@ cdef void _wl_abort_sorted(Wait* q, int64_t j, double now) noexcept nogil:
         memmove(q.sorted_rel + q.slo + 1, q.sorted_rel + q.slo, (lo - q.slo) * sizeof(double))
         q.sorted_rel[q.slo] = now             # (now precedes every pending release)
         q.work[j] -= t - now
-        q.urun[u] = now
 
 
 cdef void _ev_sift_down(double* ev_time, int64_t* ev_worker, int64_t n, int64_t pos) noexcept nogil:

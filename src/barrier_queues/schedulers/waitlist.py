@@ -27,9 +27,10 @@ implementations do) it finds the next job to start in ``O(classes log n)``:
 a decision's cost does not grow with the queue (a class's tree is kept only
 while more than :data:`BACKFILL_LIST_MAX` of its jobs wait; below, its
 list is walked). Up to
-:data:`~barrier_queues.schedulers.central.SORTED_FREE_MAX` workers, without
+:data:`~barrier_queues.schedulers.central.SORTED_FREE_MAX` workers, and under backfill at any number, without
 a trace (which needs worker ids), the pending releases are one ascending array instead of a heap, as the
-central kernel's free times (a killed task's release is found there by its time). The
+central kernel's free times (a killed task's release is found there by its time: :func:`releases_in_array`).
+The
 plain reference is
 :func:`~barrier_queues.schedulers.waitlist_reference.simulate_waitlist_reference`.
 
@@ -64,6 +65,15 @@ DISCIPLINES = ("first-fit", "backfill", "server-filling")
 #: each at 1M jobs (2026-11-26), trees always (0) against 32: one-k 0.414 -> 0.357 s, hybrid 0.640 -> 0.502 s,
 #: k in {2, 16} 0.626 -> 0.528 s, 11 classes on 1,024 workers 4.81 -> 4.37 s
 BACKFILL_LIST_MAX = 32
+
+
+def releases_in_array(system, code: int) -> bool:
+    """Whether the kernel keeps the pending releases in one ascending array (without a trace; else a heap with
+    worker ids): up to :data:`~barrier_queues.schedulers.central.SORTED_FREE_MAX` workers, and under backfill
+    at any number, since its reservation keeps them sorted beside the heap anyway (the same jobs: tested).
+    Measured 2026-11-26 at 1M jobs, 11 classes on 1,024 workers under backfill, with the sorting of a job's
+    release times compiled (``_sort_doubles``) too: 4.53 -> 2.54 s."""
+    return system.servers <= SORTED_FREE_MAX or code == discipline_code("backfill")
 
 
 def discipline_code(name: str) -> int:
@@ -255,7 +265,7 @@ class _Window:
             *((a["natt"], a["attempt"], a["aborted"].view(np.uint8), self.system.resubmit_delay, self.rt_time,
                self.rt_job, a["ufirst"], *(u[f] for f in ("ujob", "utoff", "unatt", "uab", "ucur", "unext")),
                a["rtop"], a["left"], a["doomed"], self.ab_time, self.ab_job, self.wunit) if self.fail else ()),
-            sorted_releases=self.system.servers <= SORTED_FREE_MAX, backfill_list_max=BACKFILL_LIST_MAX,
+            sorted_releases=releases_in_array(self.system, discipline), backfill_list_max=BACKFILL_LIST_MAX,
             failure_ids=self.kills, urun=u["urun"] if self.fail else None)
 
     RESULTS = {"arrival": "arrival", "tasks": "k", "barrier": "barrier", "start": "start", "departure": "dep",

@@ -173,14 +173,17 @@ class _Waitlist:
                 r["completed"][j] = self.tasks[j]
 
     def abort(self, j, now):
-        """Non-barrier job j aborts: its running tasks are killed now, its waiting tasks dropped."""
+        """Non-barrier job j aborts: its running tasks are killed now (the work they would still have done taken
+        off the job's in ascending order of their release times), its waiting tasks dropped."""
         r = self.res
-        kept = []
+        kept, cut = [], []
         for t, w in self.releases:
             if self.running.get(w) == j and t > now:
-                r["work"][j] -= t - now
+                cut.append(t)
                 t = now
             kept.append((t, w))
+        for t in sorted(cut):
+            r["work"][j] -= t - now
         heapq.heapify(kept)
         self.releases = kept
         if j in self.waiting:
