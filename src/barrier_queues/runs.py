@@ -120,7 +120,7 @@ class Sink:
                 self.keep[f].append(np.array(chunk[f]) if f in chunk else default)
         if "aborted" in chunk:              # failures: aborted jobs are counted apart, the rest measured
             self._count_failures(chunk)
-        if "aborted" in chunk and not self.measure_aborted:
+        if "aborted" in chunk and not self.measure_aborted and chunk["aborted"].any():
             ok = ~chunk["aborted"]
             size = ok.size
             chunk = {key: v[ok] if isinstance(v, np.ndarray) and v.shape[:1] == (size,) else v

@@ -38,8 +38,10 @@ Inputs stream chunk by chunk, drawn, run and added to the statistics in
 the central queue's pipeline of three threads
 (:func:`~barrier_queues.schedulers.base.chunk_pipeline`): the kernel keeps a
 window of the jobs that have not all started (in arrival order; with
-failures, not done); jobs done behind one that still waits are parked
-outside it, and results reach the statistics in arrival order.
+failures, not done; without, jobs handed on stay in it until they outnumber
+the others twice), in buffers written in place (:class:`_Rows`); jobs done
+behind one that still waits are parked (copied) until it starts, and
+results reach the statistics in arrival order.
 """
 
 from __future__ import annotations
@@ -118,7 +120,8 @@ class _Rows:
         self.view = {f: buf[f][:size] for f in self.dtypes}
 
     def extend(self, new: dict, n: int) -> None:
-        """Append ``n`` rows after the current ones: per field an array of ``n`` values or one value for all."""
+        """Append ``n`` rows after the current ones: per field an array of ``n`` values, one value for all, or
+        ``(array, offset)`` (the array's values plus the offset, added as they are written)."""
         m = self.size
         buf = self._bufs[self._cur]
         if m + n > self._cap[self._cur]:                # a larger buffer in the same place, the rows first
@@ -127,7 +130,11 @@ class _Rows:
             for f in self.dtypes:
                 buf[f][:m] = old[f]
         for f in self.dtypes:
-            buf[f][m:m + n] = new[f]
+            value = new[f]
+            if type(value) is tuple:
+                np.add(value[0], value[1], out=buf[f][m:m + n])
+            else:
+                buf[f][m:m + n] = value
         self._set(buf, m + n)
 
     def keep(self, rows: np.ndarray, room: int = 0) -> None:
@@ -207,10 +214,27 @@ class _Window:
         self._draws[self._used:need] = values
         self._used = need
 
+    def prepare(self, chunk: dict) -> dict:
+        """A chunk's per-job and per-unit values that do not depend on the window (its classes, draws per job,
+        indices; what :meth:`append` shifts by the window's counts as it writes them), kept in the chunk:
+        computed where it is drawn, in the pipeline's helper thread, off the kernel's thread."""
+        n = chunk["arrival"].size
+        prep = {"cls": np.searchsorted(self.ks, chunk["tasks"]) + np.where(chunk["barrier"], 0, self.ks.size),
+                "index": np.arange(n)}
+        drawn = chunk["holds" if self.fail else "times"].size      # each job's draws (holds), in job order
+        prep["nd"] = np.diff(chunk["toff" if self.fail else "offsets"], append=drawn)
+        if self.fail:
+            nu = chunk["unit_attempts"].size
+            prep["left"] = np.where(chunk["barrier"], 0, chunk["tasks"])
+            prep["ujob"] = (prep["index"] if nu == n                # every unit a job
+                            else np.repeat(prep["index"], np.diff(chunk["unit_first"], append=nu)))
+        chunk["window"] = prep
+        return chunk
+
     def append(self, chunk: dict) -> int:
         """Add a chunk after the jobs still in the window; returns the index of its first job."""
         n = self.chunk = chunk["arrival"].size
-        cls = np.searchsorted(self.ks, chunk["tasks"]) + np.where(chunk["barrier"], 0, self.ks.size)
+        prep = chunk["window"] if "window" in chunk else self.prepare(dict(chunk))["window"]
         fail = self.fail
         if self.rows is None:
             classes = "cls" in chunk                        # the jobs' own classes (a workload's)
@@ -219,11 +243,10 @@ class _Window:
             self.results = {**self.RESULTS, "cls": "job_class" if classes else "cls",
                             **({"attempts": "natt", "aborted": "aborted"} if fail else {})}
         base = self.times.size
-        toff = (chunk["toff"] if fail else chunk["offsets"]) + base
-        drawn = chunk["holds" if fail else "times"].size            # each job's draws (holds), in job order
-        new = {"arrival": chunk["arrival"], "k": chunk["tasks"], "barrier": chunk["barrier"], "cls": cls,
-               "toff": toff, "status": 0, "handed": 0, "start": 0.0, "dep": -np.inf, "work": 0.0, "useful": 0.0,
-               "completed": 0, "seq": np.arange(self.seq, self.seq + n), "nd": np.diff(toff - base, append=drawn)}
+        new = {"arrival": chunk["arrival"], "k": chunk["tasks"], "barrier": chunk["barrier"], "cls": prep["cls"],
+               "toff": (chunk["toff"] if fail else chunk["offsets"], base), "status": 0, "handed": 0, "start": 0.0,
+               "dep": -np.inf, "work": 0.0, "useful": 0.0, "completed": 0, "seq": (prep["index"], self.seq),
+               "nd": prep["nd"]}
         if "job_class" in self.rows.dtypes:
             new["job_class"] = chunk["cls"]
         self.seq += n
@@ -231,11 +254,9 @@ class _Window:
         if fail:                                        # (useful: the successful attempt's work, kernel times)
             nu = self.unit_chunk = chunk["unit_attempts"].size
             new.update(natt=chunk["attempts"], attempt=0, aborted=chunk["aborted"], useful=chunk["useful"],
-                       ufirst=chunk["unit_first"] + self.units.size, rtop=-1,
-                       left=np.where(chunk["barrier"], 0, chunk["tasks"]), doomed=0)
-            ujob = (np.arange(pos, pos + n) if nu == n      # every unit a job
-                    else np.repeat(np.arange(pos, pos + n), np.diff(chunk["unit_first"], append=nu)))
-            self.units.extend({"ujob": ujob, "utoff": chunk["unit_toff"] + base, "unatt": chunk["unit_attempts"],
+                       ufirst=(chunk["unit_first"], self.units.size), rtop=-1, left=prep["left"], doomed=0)
+            self.units.extend({"ujob": (prep["ujob"], pos), "utoff": (chunk["unit_toff"], base),
+                               "unatt": chunk["unit_attempts"],
                                "uab": chunk["unit_aborted"], "ucur": 0, "unext": -1,
                                "urun": -np.inf}, nu)
         self.rows.extend(new, n)
@@ -387,7 +408,7 @@ def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None
     def draw(start_time, done):
         chunk = draw_jobs(system, min(size, jobs - done), rng, start_time=start_time, saturated=saturated,
                           scratch=scratch)
-        return failures.attempts(system, chunk, frng, raw=False) if frng is not None else chunk
+        return window.prepare(failures.attempts(system, chunk, frng, raw=False) if frng is not None else chunk)
 
     def step(chunk, following):
         nonlocal kernel, frame
