@@ -13,7 +13,8 @@ def attempt_round(const int64_t[::1] active, const int64_t[::1] tasks, const int
     ``need = base + w`` (with checkpoints ``+ delta floor(w / tau)``); the unit's attempt fails at ``t_f``, the
     earliest clock below its task's need (else it succeeds); each task holds ``min(need, t_f)``. Writes ``holds``
     and ``failed`` (per active unit), adds 1 to ``natt``, the successful units' work to ``useful`` (in task
-    order) and, with checkpoints, the checkpointed work of a failed attempt to ``progress``."""
+    order) and, with checkpoints, the checkpointed work of a failed attempt to ``progress`` (read only with
+    checkpoints: it may be empty without)."""
     cdef int64_t n = active.shape[0], i, t, u, k, p, pos = 0
     cdef double w, need, tf, c, done, fw, acc
     if failed.shape[0] != n:
@@ -25,7 +26,7 @@ def attempt_round(const int64_t[::1] active, const int64_t[::1] tasks, const int
             p = offsets[u]
             tf = INFINITY
             for t in range(k):                    # each task's need (in holds for now) and the failure time
-                w = work[p + t] - progress[p + t]
+                w = work[p + t] - progress[p + t] if checkpoints else work[p + t]   # (progress: 0 without)
                 need = base + w
                 if checkpoints:
                     need = need + delta * floor(w / tau)

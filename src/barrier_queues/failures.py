@@ -229,8 +229,8 @@ def _rounds(system, u: dict, first: np.ndarray, rng, compiled: bool = True):
     natt = np.zeros(n, dtype=np.int64)
     aborted = np.zeros(n, dtype=np.bool_)
     useful = np.zeros(n)
-    work = first.copy()                          # each task's work (identical) or this attempt's draw
-    progress = np.zeros(first.size)              # checkpointed work
+    work = first if identical else first.copy()  # each task's work (identical: never written) or this draw
+    progress = np.zeros(first.size) if tau is not None or not compiled else np.empty(0)    # checkpointed work
     rounds = []                                  # (units, holds, clocks, fresh) per round
     active = np.arange(n)
     a = 0
@@ -241,15 +241,15 @@ def _rounds(system, u: dict, first: np.ndarray, rng, compiled: bool = True):
                                      f"{MAX_ROUNDS:,} attempts (failure_rate = {gamma:g})")
             aborted[active] = True
             break
-        k = tasks[active]
-        starts = np.zeros(active.size, dtype=np.int64)   # each active unit's first task among theirs
-        np.cumsum(k[:-1], out=starts[1:])
-        size = int(starts[-1] + k[-1])
+        k = tasks[active] if a else tasks                # (round 0: every unit)
         fresh = None
         fresh_due = a > 0 and not identical
         if fresh_due or not compiled:
+            starts = np.zeros(active.size, dtype=np.int64)   # each active unit's first task among theirs
+            np.cumsum(k[:-1], out=starts[1:])
             pos = np.repeat(u["offsets"][active] - starts, k)   # the active units' tasks, in order: offset + i
             pos += np.arange(pos.size)
+        size = int(k.sum())
         clocks = rng.exponential(1.0 / gamma, size=size)
         if fresh_due:
             fresh = _fresh_times(system, tasks, u.get("cls"), active, rng)
