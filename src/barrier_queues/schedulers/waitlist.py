@@ -344,20 +344,32 @@ class _Window:
         else:
             status[finished] = self.HANDED
             self.handed = first
+            new_toff = self._compact_draws(waiting)         # (the handed jobs' draws are not read again)
+            if new_toff is not None:
+                a["toff"][waiting] = new_toff
         return done
+
+    def _compact_draws(self, keep: np.ndarray):
+        """Once half of the draws are dead, move the draws of the jobs ``keep`` to the buffer's front (it keeps
+        its room) and return their new ``toff``; else None."""
+        a = self.arrays
+        sizes = a["nd"][keep]
+        total = int(sizes.sum())
+        if 2 * total >= self.times.size:
+            return None
+        new_toff = np.cumsum(sizes) - sizes
+        idx = np.repeat(a["toff"][keep] - new_toff, sizes) + np.arange(total)
+        self._draws[:total] = self.times[idx]               # (gathered into a copy first)
+        self._used = total
+        return new_toff
 
     def _keep(self, keep: np.ndarray) -> None:
         """Shrink the window to the jobs ``keep`` (in order): their arrays, their draws, and with failures their
         units and the heaps' entries (renumbered; entries of removed jobs and units become -1)."""
         a = self.arrays                                     # (the current buffers: keeping writes the next)
-        sizes = a["nd"][keep]
-        compact = 2 * int(sizes.sum()) < self.times.size    # compact the draws once half of them are dead
+        new_toff = self._compact_draws(keep)
+        compact = new_toff is not None
         if compact:
-            idx = np.repeat(a["toff"][keep] - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
-            kept = self.times[idx]                          # (a copy) to the buffer's front: it keeps its room
-            self._draws[:kept.size] = kept
-            self._used = kept.size
-            new_toff = np.cumsum(sizes) - sizes
             shift = new_toff - a["toff"][keep]              # how far each kept job's draws moved
         if self.fail:
             nu = self.units.size
