@@ -457,3 +457,29 @@ def test_the_compiled_sort_equals_numpys_on_every_shape_of_input():
             sort(ours)
             sort(theirs, True)
             assert np.array_equal(ours, np.sort(values)) and np.array_equal(theirs, ours), n
+
+
+def test_compact_runs_moves_the_kept_draws_to_the_front_and_refuses_bad_runs():
+    """``compact_runs`` (the window's draws of the jobs it keeps): the runs' values, in order, at the front,
+    the rest untouched; overlapping, descending or outside runs are refused before anything moves."""
+    from barrier_queues.kernels import kernels_module
+
+    compact = kernels_module().compact_runs
+    rng = np.random.default_rng(6)
+    values = rng.random(1000)
+    sizes = rng.integers(0, 20, 40)
+    starts = np.cumsum(sizes + rng.integers(0, 5, 40)) - sizes
+    assert starts[-1] + sizes[-1] <= values.size
+    expected = np.concatenate([values[a:a + b] for a, b in zip(starts, sizes, strict=True)])
+    buf = values.copy()
+    assert compact(buf, starts, sizes) == expected.size == sizes.sum()
+    assert np.array_equal(buf[:expected.size], expected)
+    assert np.array_equal(buf[starts[-1] + sizes[-1]:], values[starts[-1] + sizes[-1]:])
+    for bad in ((np.array([0, 3]), np.array([5, 2])), (np.array([4, 0]), np.array([1, 1])),
+                (np.array([995]), np.array([10])), (np.array([0]), np.array([-1]))):
+        buf = values.copy()
+        with pytest.raises(ValueError, match="runs must be"):
+            compact(buf, *bad)
+        assert np.array_equal(buf, values)
+    with pytest.raises(ValueError, match="one entry per run"):
+        compact(values.copy(), np.array([0, 1]), np.array([1]))

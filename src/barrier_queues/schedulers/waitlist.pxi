@@ -1090,3 +1090,23 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
     free(buffers)
     free(bint_buf)
     free(btree)
+
+
+def compact_runs(double[::1] values, const int64_t[::1] starts, const int64_t[::1] sizes):
+    """Move the runs ``values[starts[i]:starts[i] + sizes[i]]`` (ascending, not overlapping) to the front of
+    ``values``, one after another, in place (each run moves toward the front, so a forward copy is safe);
+    returns their total size. The window's draws of the jobs it keeps, without numpy's index arrays."""
+    cdef int64_t n = starts.shape[0], i, at = 0
+    if sizes.shape[0] != n:
+        raise ValueError("starts and sizes must have one entry per run")
+    for i in range(n):
+        if sizes[i] < 0 or starts[i] < at or starts[i] + sizes[i] > values.shape[0]:
+            raise ValueError("runs must be ascending, not overlapping and inside values")
+        at = starts[i] + sizes[i]
+    at = 0
+    with nogil:
+        for i in range(n):
+            if sizes[i]:
+                memmove(&values[at], &values[starts[i]], sizes[i] * sizeof(double))
+            at += sizes[i]
+    return at

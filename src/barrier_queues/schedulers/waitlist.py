@@ -358,9 +358,8 @@ class _Window:
         if 2 * total >= self.times.size:
             return None
         new_toff = np.cumsum(sizes) - sizes
-        idx = np.repeat(a["toff"][keep] - new_toff, sizes) + np.arange(total)
-        self._draws[:total] = self.times[idx]               # (gathered into a copy first)
-        self._used = total
+        self._used = kernels_module().compact_runs(self._draws, np.ascontiguousarray(a["toff"][keep]),
+                                                   np.ascontiguousarray(sizes))
         return new_toff
 
     def _keep(self, keep: np.ndarray) -> None:
