@@ -506,8 +506,8 @@ cdef void _wl_abort(Wait* q, int64_t j, double now) noexcept nogil:
     if cut:
         _sort_doubles(q.scratch, cut)
         for i in range(cut):
-            q.work[j] -= q.scratch[i] - now                                   # the heap again (its order is by (time, worker): no ties to keep)
-        for i in range(q.n_rel // 2 - 1, -1, -1):
+            q.work[j] -= q.scratch[i] - now
+        for i in range(q.n_rel // 2 - 1, -1, -1):   # the heap again (its order is by (time, worker): no ties)
             _ev_sift_down(q.rel_time, q.rel_worker, q.n_rel, i)
         if q.srel:
             q.slo = 0
