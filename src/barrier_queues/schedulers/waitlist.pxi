@@ -155,21 +155,11 @@ cdef void _srt_add(Wait* q, double* b, int64_t k, bint sort) noexcept nogil:
     the release heap, so that its reservation costs O(log s), not a sort of every running task per decision, and
     without worker ids on few workers (``sorted_releases``) it is the release times (``q.arr``, no heap). New releases
     are mostly the latest, so the merge runs from the end: O(k log k) plus the entries it passes. ``b`` is sorted
-    by insertion up to 16 values (a few compares for a job's k release times), else by ``_sort_doubles``: the
-    same ascending values either way."""
+    by ``_sort_doubles`` (by insertion up to 16 values)."""
     cdef double* a = q.sorted_rel
     cdef int64_t i, j, out
-    cdef double x
-    if sort and k > 16:
+    if sort:
         _sort_doubles(b, k)
-    elif sort:
-        for i in range(1, k):
-            x = b[i]
-            j = i - 1
-            while j >= 0 and b[j] > x:
-                b[j + 1] = b[j]
-                j -= 1
-            b[j + 1] = x
     if q.shi + k > q.scap:                    # compact (at most s entries, capacity 2 s + 1)
         memmove(a, a + q.slo, (q.shi - q.slo) * sizeof(double))
         q.shi -= q.slo
@@ -795,14 +785,12 @@ cdef inline double _wl_absorb(Wait* q, int64_t discipline, double now, double li
     to the event loop, with the others of its instant. Returns the time of the last release taken (or
     ``now``)."""
     cdef int64_t need = _wl_need(q, discipline)
+    cdef double retry = q.rt_time[0] if q.n_rt > 0 else INFINITY      # (a release at a retry's or an abort's
+    cdef double abort = q.ab_time[0] if q.n_ab > 0 else INFINITY      # instant is left to the event loop)
     cdef double t
-    if q.n_rt > 0 and q.rt_time[0] <= limit:
-        limit = q.rt_time[0]
-    if q.n_ab > 0 and q.ab_time[0] <= limit:
-        limit = q.ab_time[0]
     while q.slo < q.shi and q.n_free + 1 < need:
         t = q.sorted_rel[q.slo]
-        if t > limit or (t == limit and (q.n_rt > 0 and q.rt_time[0] == t or q.n_ab > 0 and q.ab_time[0] == t)):
+        if t > limit or t >= retry or t >= abort:
             break
         now = t
         q.n_free += 1
