@@ -44,10 +44,10 @@ cdef int _compare(const void* a, const void* b) noexcept nogil:
 
 cdef void _sort_doubles(double* a, int64_t n) noexcept nogil:
     """Sort ``a[:n]`` ascending in place (no NaN): quicksort with the median of three and Hoare's partition,
-    the smaller side recursed and the larger looped over (depth O(log n)), insertion sort below 17 values. The
+    the smaller side recursed and the larger looped over (depth O(log n)), 17 values or fewer by ranks. The
     sorted values are those of any correct sort; against libc's ``qsort``, which calls its comparison through
-    a pointer, 1.7x as fast at 64 and at 1,024 exponential values (2026-11-26: 1.45 against 2.47 us, 34
-    against 58 us, through :func:`sort_doubles`)."""
+    a pointer, 1.9x as fast at 64 and 1.7x at 1,024 exponential values (2026-11-26, with the ranks: 1.34 against
+    2.55 us, 35 against 60 us, through :func:`sort_doubles`; insertion below 17 values gave 1.54 and 37 us)."""
     cdef int64_t lo = 0, hi = n - 1, i, j, mid
     cdef double p, x
     while hi - lo > 16:
@@ -76,13 +76,25 @@ cdef void _sort_doubles(double* a, int64_t n) noexcept nogil:
         else:
             _sort_doubles(a + i, hi - i + 1)
             hi = j
-    for i in range(lo + 1, hi + 1):
-        x = a[i]
-        j = i - 1
-        while j >= lo and a[j] > x:
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = x
+    _sort_small(a + lo, hi - lo + 1)
+
+
+cdef inline void _sort_small(double* a, int64_t n) noexcept nogil:
+    """Sort ``a[:n]`` (n <= 17) by ranks: each value goes to the number of values before it in the order (value,
+    index), counted without a branch per comparison (an insertion sort mispredicts about one branch per value)."""
+    cdef double tmp[17]
+    cdef double x
+    cdef int64_t i, j, r
+    for i in range(n):
+        tmp[i] = a[i]
+    for i in range(n):
+        x = tmp[i]
+        r = 0
+        for j in range(i):
+            r += tmp[j] <= x
+        for j in range(i + 1, n):
+            r += tmp[j] < x
+        a[r] = x
 
 
 def sort_doubles(double[::1] values, bint with_qsort=False):

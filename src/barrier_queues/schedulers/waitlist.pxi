@@ -155,7 +155,7 @@ cdef void _srt_add(Wait* q, double* b, int64_t k, bint sort) noexcept nogil:
     the release heap, so that its reservation costs O(log s), not a sort of every running task per decision, and
     without worker ids on few workers (``sorted_releases``) it is the release times (``q.arr``, no heap). New releases
     are mostly the latest, so the merge runs from the end: O(k log k) plus the entries it passes. ``b`` is sorted
-    by ``_sort_doubles`` (by insertion up to 16 values)."""
+    by ``_sort_doubles``; a single release goes in by ``_srt_add1``."""
     cdef double* a = q.sorted_rel
     cdef int64_t i, j, out
     if sort:
@@ -176,6 +176,39 @@ cdef void _srt_add(Wait* q, double* b, int64_t k, bint sort) noexcept nogil:
             j -= 1
         out -= 1
     q.shi += k
+
+
+cdef void _srt_add1(Wait* q, double t) noexcept nogil:
+    """One release time ``t`` into ``sorted_rel[slo:shi]`` (what ``_srt_add`` does with k = 1, for the single
+    tasks of non-barrier jobs): its place is found by counting the entries above ``t``, without a branch per
+    entry up to 32 entries (by bisection above), and those entries move up by one."""
+    cdef double* a = q.sorted_rel
+    cdef int64_t i, lo, hi, mid
+    cdef int64_t above = 0
+    if q.shi + 1 > q.scap:                    # compact (as _srt_add)
+        memmove(a, a + q.slo, (q.shi - q.slo) * sizeof(double))
+        q.shi -= q.slo
+        q.slo = 0
+    if q.shi - q.slo <= 32:
+        for i in range(q.slo, q.shi):
+            above += a[i] > t
+    else:
+        lo = q.slo                            # the first entry above t
+        hi = q.shi
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if a[mid] > t:
+                hi = mid
+            else:
+                lo = mid + 1
+        above = q.shi - lo
+    i = q.shi
+    while above > 0:
+        a[i] = a[i - 1]
+        i -= 1
+        above -= 1
+    a[i] = t
+    q.shi += 1
 
 
 cdef inline void _rel_push(Wait* q, double t, int64_t w) noexcept nogil:
@@ -453,7 +486,7 @@ cdef void _wl_start_unit(Wait* q, int64_t j, double now) noexcept nogil:
     cdef int64_t w = _ifree_pop(q)
     _rel_push(q, end, w)
     if q.srel:
-        _srt_add(q, &end, 1, False)
+        _srt_add1(q, end)
     if q.ids:
         q.wunit[w] = u
     else:
@@ -574,7 +607,7 @@ cdef void _wl_start_task(Wait* q, int64_t j, double now) noexcept nogil:
     cdef double end = now + x
     _rel_push(q, end, w)
     if q.srel:
-        _srt_add(q, &end, 1, False)
+        _srt_add1(q, end)
     if q.do_trace:
         q.trace_worker[q.toff[j] + i] = w
         q.trace_start[q.toff[j] + i] = now
