@@ -157,7 +157,8 @@ cdef void _srt_add(Wait* q, double* b, int64_t k, bint sort) noexcept nogil:
     are mostly the latest, so the merge runs from the end: O(k log k) plus the entries it passes. ``b`` is sorted
     by ``_sort_doubles``; a single release goes in by ``_srt_add1``."""
     cdef double* a = q.sorted_rel
-    cdef int64_t i, j, out
+    cdef int64_t i, j, out, take
+    cdef double x, y
     if sort:
         _sort_doubles(b, k)
     if q.shi + k > q.scap:                    # compact (at most s entries, capacity 2 s + 1)
@@ -167,13 +168,13 @@ cdef void _srt_add(Wait* q, double* b, int64_t k, bint sort) noexcept nogil:
     i = q.shi - 1
     j = k - 1
     out = q.shi + k - 1
-    while j >= 0:
-        if i >= q.slo and a[i] > b[j]:
-            a[out] = a[i]
-            i -= 1
-        else:
-            a[out] = b[j]
-            j -= 1
+    while j >= 0:                             # (no branch on the values: the larger of the two tails' last)
+        x = a[i] if i >= q.slo else -INFINITY
+        y = b[j]
+        take = x > y
+        a[out] = x if take else y
+        i -= take
+        j -= 1 - take
         out -= 1
     q.shi += k
 
