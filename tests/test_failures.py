@@ -77,7 +77,16 @@ def test_across_chunk_boundaries_with_failures(discipline, barrier_fraction):
     size = chunk_jobs(system)
     jobs = 3 * size + 100
     rep = run_replication(system, jobs, np.random.default_rng(5), keep_jobs=True, warmup=0)
-    rng, parts, done, start = np.random.default_rng(5), [], 0, 0.0
+    ref = _chunked_reference(system, jobs, size, 5, 0.5)
+    assert rep.jobs["attempts"].max() > 1
+    if barrier_fraction < 1:
+        assert (rep.jobs["aborted"] & ~rep.jobs["barrier"]).any()
+    _same(rep.jobs, ref)
+
+
+def _chunked_reference(system, jobs, size, seed, delay):
+    """The plain reference on the inputs a run draws in chunks of ``size`` jobs, concatenated."""
+    rng, parts, done, start = np.random.default_rng(seed), [], 0, 0.0
     frng = waitlist.failure_stream(rng)
     while done < jobs:
         part = fl.attempts(system, draw_jobs(system, min(size, jobs - done), rng, start_time=start), frng)
@@ -87,14 +96,33 @@ def test_across_chunk_boundaries_with_failures(discipline, barrier_fraction):
     cat = {key: np.concatenate([p[key] for p in parts]) for key in ("arrival", "tasks", "barrier", "times",
                                                                      "clocks", "fresh", "unit_attempts")}
     fail = {"clocks": cat["clocks"], "fresh": cat["fresh"], "unit_attempts": cat["unit_attempts"],
-            "max_attempts": system.max_attempts, "delay": 0.5, "identical": False, "tau": None, "delta": None,
+            "max_attempts": system.max_attempts, "delay": delay, "identical": False, "tau": None, "delta": None,
             "restart": 0.0}
-    ref = simulate_waitlist_reference(cat["arrival"], cat["tasks"], cat["barrier"], cat["times"], 64, discipline,
-                                      failures=fail, release="fixed")
-    assert rep.jobs["attempts"].max() > 1
-    if barrier_fraction < 1:
-        assert (rep.jobs["aborted"] & ~rep.jobs["barrier"]).any()
-    _same(rep.jobs, ref)
+    return simulate_waitlist_reference(cat["arrival"], cat["tasks"], cat["barrier"], cat["times"],
+                                       system.servers, system.scheduling, failures=fail, release="fixed")
+
+
+@pytest.mark.parametrize("discipline", ["fcfs", "backfill"])
+def test_failed_tasks_due_again_keep_their_units_when_the_window_shrinks(discipline, monkeypatch):
+    """A non-barrier job waiting at a chunk boundary with failed tasks due again (its list ``rtop``, then
+    ``unext``, of unit indices) keeps them when the window drops the units of jobs done before it: the
+    indices are renumbered with the units. Chunks of 50 jobs under heavy load make the case occur (counted);
+    without the renumbering the kernel started the wrong units (a job never started, or a crash)."""
+    size = 50
+    monkeypatch.setattr(waitlist, "chunk_jobs", lambda system: size)
+    keep, pending = waitlist._Window._keep, []
+
+    def counting(self, rows):
+        pending.append(int((self.arrays["rtop"][rows] >= 0).sum()))
+        return keep(self, rows)
+
+    monkeypatch.setattr(waitlist._Window, "_keep", counting)
+    system = S(servers=16, tasks_pmf={2: 0.5, 4: 0.3, 8: 0.2}, barrier_fraction=0.5, arrival_rate=3.0,
+               failure_rate=0.3, max_attempts=3, resubmit_delay=0.3, scheduling=discipline)
+    jobs = 40 * size + 3
+    rep = run_replication(system, jobs, np.random.default_rng(5), keep_jobs=True, warmup=0)
+    assert sum(pending) > 0
+    _same(rep.jobs, _chunked_reference(system, jobs, size, 5, 0.3))
 
 
 def test_a_non_barrier_jobs_abort_kills_its_running_tasks():

@@ -385,6 +385,10 @@ class _Window:
         if compact:
             u["utoff"] += np.repeat(shift, counts)
         self.arrays["ufirst"][:] = np.cumsum(counts) - counts
+        rtop = self.arrays["rtop"]
+        if (rtop >= 0).any():                              # failed tasks due again: each job's list (rtop, then
+            rtop[:] = _renumber(rtop, ukeep)               # unext) holds unit indices, of its own (kept) units
+            u["unext"][:] = _renumber(u["unext"], ukeep)
         self.wunit[:] = _renumber(self.wunit, ukeep)
         for times, heap, kept_, size in ((self.rt_time, self.rt_job, ukeep, self.heap_state[2]),
                                          (self.ab_time, self.ab_job, keep, self.heap_state[3])):
