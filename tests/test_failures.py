@@ -102,14 +102,32 @@ def _chunked_reference(system, jobs, size, seed, delay):
                                        system.servers, system.scheduling, failures=fail, release="fixed")
 
 
+#: heavy load and many failures: hybrid jobs on 16 workers (tasks due again wait at chunk boundaries), and
+#: non-barrier jobs of 8 tasks on 8 workers (aborts while some of a job's tasks have not started)
+HEAVY = {"hybrid": dict(servers=16, tasks_pmf={2: 0.5, 4: 0.3, 8: 0.2}, barrier_fraction=0.5, arrival_rate=3.0,
+                        failure_rate=0.3, max_attempts=3, resubmit_delay=0.3),
+         "non-barrier": dict(servers=8, tasks=8, barrier_fraction=0.0, arrival_rate=0.9, failure_rate=0.2,
+                             max_attempts=2, resubmit_delay=0.3)}
+
+
+def _heavy_in_small_chunks(name, discipline):
+    """A :data:`HEAVY` system in chunks of 50 jobs (the window shrinks at every boundary): the run's jobs and
+    the reference's."""
+    size = 50
+    system = S(**HEAVY[name], scheduling=discipline)
+    jobs = 40 * size + 3
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(waitlist, "chunk_jobs", lambda system: size)
+        rep = run_replication(system, jobs, np.random.default_rng(5), keep_jobs=True, warmup=0)
+    return rep.jobs, _chunked_reference(system, jobs, size, 5, system.resubmit_delay)
+
+
 @pytest.mark.parametrize("discipline", ["fcfs", "backfill"])
 def test_failed_tasks_due_again_keep_their_units_when_the_window_shrinks(discipline, monkeypatch):
     """A non-barrier job waiting at a chunk boundary with failed tasks due again (its list ``rtop``, then
     ``unext``, of unit indices) keeps them when the window drops the units of jobs done before it: the
-    indices are renumbered with the units. Chunks of 50 jobs under heavy load make the case occur (counted);
-    without the renumbering the kernel started the wrong units (a job never started, or a crash)."""
-    size = 50
-    monkeypatch.setattr(waitlist, "chunk_jobs", lambda system: size)
+    indices are renumbered with the units. The case occurs here (counted); without the renumbering the kernel
+    started the wrong units (a job never started, or a crash)."""
     keep, pending = waitlist._Window._keep, []
 
     def counting(self, rows):
@@ -117,12 +135,33 @@ def test_failed_tasks_due_again_keep_their_units_when_the_window_shrinks(discipl
         return keep(self, rows)
 
     monkeypatch.setattr(waitlist._Window, "_keep", counting)
-    system = S(servers=16, tasks_pmf={2: 0.5, 4: 0.3, 8: 0.2}, barrier_fraction=0.5, arrival_rate=3.0,
-               failure_rate=0.3, max_attempts=3, resubmit_delay=0.3, scheduling=discipline)
-    jobs = 40 * size + 3
-    rep = run_replication(system, jobs, np.random.default_rng(5), keep_jobs=True, warmup=0)
+    jobs, ref = _heavy_in_small_chunks("hybrid", discipline)
     assert sum(pending) > 0
-    _same(rep.jobs, _chunked_reference(system, jobs, size, 5, 0.3))
+    _same(jobs, ref)
+
+
+@pytest.mark.parametrize("name", HEAVY)
+@pytest.mark.parametrize("discipline", ["fcfs", "backfill"])
+def test_the_unit_fields_left_unfilled_are_written_before_they_are_read(name, discipline, monkeypatch):
+    """The window does not fill ``unext`` and ``urun`` of new units. With those rows poisoned at every chunk
+    (floats +inf: each unit's attempt would still run; integers 2**40, far out of range) the jobs are the
+    reference's, with non-barrier aborts (which read ``urun``) and tasks due again (``unext``)."""
+    extend = waitlist._Rows.extend
+    poison = {np.dtype(np.float64): np.inf, np.dtype(np.int64): 2 ** 40}
+    poisoned = []
+
+    def poisoning(self, new, n):
+        extend(self, new, n)
+        for field, values in self.view.items():
+            if field not in new:
+                values[self.size - n:] = poison[values.dtype]
+                poisoned.append(field)
+
+    monkeypatch.setattr(waitlist._Rows, "extend", poisoning)
+    jobs, ref = _heavy_in_small_chunks(name, discipline)
+    assert set(poisoned) == {"unext", "urun"}
+    assert (jobs["aborted"] & ~jobs["barrier"]).any()
+    _same(jobs, ref)
 
 
 def test_a_non_barrier_jobs_abort_kills_its_running_tasks():

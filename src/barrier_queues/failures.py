@@ -202,7 +202,8 @@ def attempts(system, chunk: dict, rng: np.random.Generator, compiled: bool = Tru
     work and ``a > 0`` fresh task times. A unit's attempts do not depend on
     the queue. Returns the chunk's arrays plus, per unit, ``unit_attempts``,
     ``unit_aborted`` (its last attempt fails), ``unit_toff`` (index of its
-    first hold), ``unit_first`` (each job's first unit) and ``holds`` (per
+    first hold), ``unit_first`` (each job's first unit), ``unit_job`` (each
+    unit's job) and ``holds`` (per
     unit, attempt and task: how long the task held its worker), the raw
     draws ``clocks`` and ``fresh`` in the layout of ``holds``; and per job
     ``attempts`` (the most attempts of one of its units), ``aborted`` (a unit
@@ -250,7 +251,8 @@ def _rounds(system, u: dict, first: np.ndarray, rng, compiled: bool = True):
             pos = np.repeat(u["offsets"][active] - starts, k)   # the active units' tasks, in order: offset + i
             pos += np.arange(pos.size)
         size = int(k.sum())
-        clocks = rng.exponential(1.0 / gamma, size=size)
+        clocks = rng.standard_exponential(size)      # exponential(1 / gamma) bit for bit: (1 / gamma) e, in place
+        clocks *= 1.0 / gamma
         if fresh_due:
             fresh = _fresh_times(system, tasks, u.get("cls"), active, rng)
             work[pos] = fresh
@@ -326,7 +328,8 @@ def _layout(chunk: dict, u: dict, natt, aborted, useful, rounds, compiled: bool 
             job_useful[has] += useful[first[has] + i]
         job_useful[job_aborted] = 0.0
     out.update({"attempts": job_natt, "aborted": job_aborted, "useful": job_useful, "toff": toff[first],
-                "holds": holds, "unit_attempts": natt, "unit_aborted": aborted, "unit_toff": toff, "unit_first": first})
+                "holds": holds, "unit_attempts": natt, "unit_aborted": aborted, "unit_toff": toff, "unit_first": first,
+                "unit_job": u["job"]})
     if raw:
         out.update(clocks=clocks, fresh=fresh)
     return out

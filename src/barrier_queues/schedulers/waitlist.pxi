@@ -559,7 +559,7 @@ cdef void _wl_abort_sorted(Wait* q, int64_t j, double now) noexcept nogil:
     cdef int64_t cut = 0
     cdef double t
     for u in range(q.ufirst[j], q.ufirst[j] + q.k[j]):
-        if q.urun[u] > now:
+        if q.ucur[u] > 0 and q.urun[u] > now:         # (urun is written when a unit starts)
             q.scratch[cut] = q.urun[u]
             q.urun[u] = now
             cut += 1

@@ -121,7 +121,8 @@ class _Rows:
 
     def extend(self, new: dict, n: int) -> None:
         """Append ``n`` rows after the current ones: per field an array of ``n`` values, one value for all, or
-        ``(array, offset)`` (the array's values plus the offset, added as they are written)."""
+        ``(array, offset)`` (the array's values plus the offset, added as they are written); a field not in
+        ``new`` is left unwritten (for values the reader writes before it reads them)."""
         m = self.size
         buf = self._bufs[self._cur]
         if m + n > self._cap[self._cur]:                # a larger buffer in the same place, the rows first
@@ -130,7 +131,9 @@ class _Rows:
             for f in self.dtypes:
                 buf[f][:m] = old[f]
         for f in self.dtypes:
-            value = new[f]
+            value = new.get(f)
+            if value is None:
+                continue
             if type(value) is tuple:
                 np.add(value[0], value[1], out=buf[f][m:m + n])
             else:
@@ -165,6 +168,9 @@ class _Window:
     CLASS_FIELDS = {"job_class": np.int64}
     FAIL_FIELDS = {"natt": np.int64, "attempt": np.int64, "aborted": np.bool_, "ufirst": np.int64,
                    "rtop": np.int64, "left": np.int64, "doomed": np.uint8}
+    #: per unit; ``unext`` (the next in its job's list of failed tasks due again) and ``urun`` (its running
+    #: attempt's end) are not filled: the kernel writes each before it reads it (a unit joins a list by
+    #: ``unext``, and an abort reads ``urun`` only of a unit that has started, ``ucur`` > 0)
     UNIT_FIELDS = {"ujob": np.int64, "utoff": np.int64, "unatt": np.int64, "uab": np.uint8, "ucur": np.int64,
                    "unext": np.int64, "urun": np.float64}
 
@@ -227,6 +233,7 @@ class _Window:
             nu = chunk["unit_attempts"].size
             prep["left"] = np.where(chunk["barrier"], 0, chunk["tasks"])
             prep["ujob"] = (prep["index"] if nu == n                # every unit a job
+                            else chunk["unit_job"] if "unit_job" in chunk
                             else np.repeat(prep["index"], np.diff(chunk["unit_first"], append=nu)))
         chunk["window"] = prep
         return chunk
@@ -257,8 +264,7 @@ class _Window:
                        ufirst=(chunk["unit_first"], self.units.size), rtop=-1, left=prep["left"], doomed=0)
             self.units.extend({"ujob": (prep["ujob"], pos), "utoff": (chunk["unit_toff"], base),
                                "unatt": chunk["unit_attempts"],
-                               "uab": chunk["unit_aborted"], "ucur": 0, "unext": -1,
-                               "urun": -np.inf}, nu)
+                               "uab": chunk["unit_aborted"], "ucur": 0}, nu)    # (unext, urun: see UNIT_FIELDS)
         self.rows.extend(new, n)
         self._push(chunk["holds"] if fail else chunk["times"])
         if fail:                                            # room in the retry and abort heaps: a unit each, and
