@@ -102,12 +102,15 @@ def _chunked_reference(system, jobs, size, seed, delay):
                                        system.servers, system.scheduling, failures=fail, release="fixed")
 
 
-#: heavy load and many failures: hybrid jobs on 16 workers (tasks due again wait at chunk boundaries), and
-#: non-barrier jobs of 8 tasks on 8 workers (aborts while some of a job's tasks have not started)
+#: heavy load and many failures: hybrid jobs on 16 workers (tasks due again wait at chunk boundaries),
+#: non-barrier jobs of 8 tasks on 8 workers (aborts while some of a job's tasks have not started), and an
+#: overloaded hybrid (the window, and with it the retry and abort heaps, keeps growing)
 HEAVY = {"hybrid": dict(servers=16, tasks_pmf={2: 0.5, 4: 0.3, 8: 0.2}, barrier_fraction=0.5, arrival_rate=3.0,
                         failure_rate=0.3, max_attempts=3, resubmit_delay=0.3),
          "non-barrier": dict(servers=8, tasks=8, barrier_fraction=0.0, arrival_rate=0.9, failure_rate=0.2,
-                             max_attempts=2, resubmit_delay=0.3)}
+                             max_attempts=2, resubmit_delay=0.3),
+         "overloaded": dict(servers=8, tasks=8, barrier_fraction=0.5, arrival_rate=1.3, failure_rate=0.2,
+                            max_attempts=2, resubmit_delay=0.3)}
 
 
 def _heavy_in_small_chunks(name, discipline):
@@ -161,6 +164,26 @@ def test_the_unit_fields_left_unfilled_are_written_before_they_are_read(name, di
     jobs, ref = _heavy_in_small_chunks(name, discipline)
     assert set(poisoned) == {"unext", "urun"}
     assert (jobs["aborted"] & ~jobs["barrier"]).any()
+    _same(jobs, ref)
+
+
+@pytest.mark.parametrize("discipline", ["fcfs", "backfill"])
+def test_the_retry_and_abort_heaps_grow_with_the_entries_they_hold(discipline, monkeypatch):
+    """The heaps of failed units due again and of aborts get room for every unit of a growing window; what they
+    hold when they grow moves with them (the rest is left untouched): the jobs are the reference's, and a
+    growth with entries held occurred."""
+    append, grew = waitlist._Window.append, []
+
+    def spy(self, chunk):
+        size, held = self.rt_time.size, int(self.heap_state[2:].sum())
+        pos = append(self, chunk)
+        if self.rt_time.size > size:
+            grew.append(held)
+        return pos
+
+    monkeypatch.setattr(waitlist._Window, "append", spy)
+    jobs, ref = _heavy_in_small_chunks("overloaded", discipline)
+    assert max(grew) > 0
     _same(jobs, ref)
 
 

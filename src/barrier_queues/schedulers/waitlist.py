@@ -269,12 +269,14 @@ class _Window:
         self._push(chunk["holds"] if fail else chunk["times"])
         if fail:                                            # room in the retry and abort heaps: a unit each, and
             room = self.units.size + int(self.heap_state[2:].max())     # the entries they hold
-            if self.rt_time.size < room:
-                grow = 2 * room - self.rt_time.size
-                self.rt_time = np.concatenate([self.rt_time, np.zeros(grow)])
-                self.rt_job = np.concatenate([self.rt_job, np.zeros(grow, dtype=np.int64)])
-                self.ab_time = np.concatenate([self.ab_time, np.zeros(grow)])
-                self.ab_job = np.concatenate([self.ab_job, np.zeros(grow, dtype=np.int64)])
+            if self.rt_time.size < room:                    # (only the entries held are copied: the kernel
+                heaps = []                                  # reads no further, and the rest is never touched)
+                for values, held in ((self.rt_time, self.heap_state[2]), (self.rt_job, self.heap_state[2]),
+                                     (self.ab_time, self.heap_state[3]), (self.ab_job, self.heap_state[3])):
+                    grown = np.empty(2 * room, dtype=values.dtype)
+                    grown[:held] = values[:held]
+                    heaps.append(grown)
+                self.rt_time, self.rt_job, self.ab_time, self.ab_job = heaps
         return pos
 
     def run(self, pos: int, next_first_arrival: float, discipline: int, trace):
