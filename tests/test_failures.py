@@ -470,3 +470,25 @@ def test_attempts_without_the_raw_draws_lay_out_the_same_holds():
         assert np.array_equal(full[key], lean[key]), key
     assert rngs[0].random() == rngs[1].random()
     assert (full["unit_attempts"] > 1).any() and np.isfinite(full["fresh"]).any()
+
+
+def test_an_error_drawing_attempts_in_their_own_thread_surfaces_and_ends_the_run(monkeypatch):
+    """A chunk's attempts are drawn in a thread of their own: an error there reaches the caller (no hang), and
+    no thread of the run is left behind."""
+    import threading
+
+    real, calls = fl.attempts, []
+
+    def failing(*args, **kwargs):
+        calls.append(threading.current_thread().name)
+        if len(calls) == 3:
+            raise bq.ParameterError("the third chunk's attempts failed")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fl, "attempts", failing)
+    system = S(servers=16, tasks=4, barrier_fraction=0.5, arrival_rate=2.0, failure_rate=0.05, max_attempts=3)
+    before = threading.active_count()
+    with pytest.raises(bq.ParameterError, match="third chunk"):
+        run_replication(system, 5 * chunk_jobs(system), np.random.default_rng(1), warmup=0)
+    assert threading.active_count() == before
+    assert threading.main_thread().name not in calls          # (drawn off the kernel's thread)
