@@ -316,7 +316,7 @@ def test_the_releases_in_a_sorted_array_and_in_the_heap_give_the_same_jobs(confi
 
 def test_the_chunk_pipeline_hands_on_every_chunk_in_order_with_or_without_threads():
     """``chunk_pipeline`` draws chunks in order, tells each step the next chunk, hands the steps' results to
-    ``add`` in order, and lets an error of a step or of ``add`` surface."""
+    ``add`` in order (a step's pieces one by one), and lets an error of a step or of ``add`` surface."""
     from barrier_queues.schedulers.base import chunk_pipeline
 
     def draw(start_time, done):
@@ -330,6 +330,8 @@ def test_the_chunk_pipeline_hands_on_every_chunk_in_order_with_or_without_thread
             seen.append((chunk["first"], None if following is None else following["first"]))
             if chunk["first"] == fail_at:
                 raise ValueError("step")
+            if chunk["first"] == 10:                 # pieces: an iterator of results, added in order
+                return iter([{"first": 10, "last": None}, {"first": 15, "last": chunk["arrival"][-1]}])
             return None if chunk["first"] == 20 else {"first": chunk["first"], "last": chunk["arrival"][-1]}
 
         def add(result):
@@ -343,7 +345,7 @@ def test_the_chunk_pipeline_hands_on_every_chunk_in_order_with_or_without_thread
     serial, threaded = collect(False), collect(True)
     assert serial == threaded
     assert serial[0] == [(0, 10), (10, 20), (20, 30), (30, 40), (40, None)]
-    assert [r["first"] for r in serial[1]] == [0, 10, 30, 40] and serial[1][-1]["last"] == 47.0
+    assert [r["first"] for r in serial[1]] == [0, 10, 15, 30, 40] and serial[1][-1]["last"] == 47.0
     for threads in (False, True):
         with pytest.raises(ValueError, match="step"):
             collect(threads, fail_at=30)
@@ -414,8 +416,8 @@ def test_a_window_of_starving_gangs_keeps_done_jobs_in_place_until_they_outnumbe
     monkeypatch.setattr(waitlist, "chunk_jobs", lambda system: 300)
     seen, take, keep = [], waitlist._Window.take_started, waitlist._Window._keep
 
-    def spy_take(self):
-        out = take(self)
+    def spy_take(self, cuts=None):
+        out = take(self, cuts)
         seen.append(("handed", self.handed, self.rows.size))
         return out
 
@@ -440,6 +442,36 @@ def test_a_window_of_starving_gangs_keeps_done_jobs_in_place_until_they_outnumbe
     assert any(kind == "handed" and handed > 0 for kind, handed, _ in seen)            # left in place
     assert any(kind == "compact" and 0 < kept < size for kind, kept, size in seen)     # compacted, some kept
     assert max(size for kind, _, size in seen) > 1000                                  # a growing window
+
+
+def test_a_drain_of_starving_gangs_is_handed_on_in_pieces_with_the_statistics_of_one_piece(monkeypatch):
+    """First-fit on k in {2, 16} parks the jobs started behind starving gangs and hands most of them on when the
+    gangs start; past two chunks such a hand-off goes to the statistics in pieces cut at ``Sink.cuts`` (the next
+    piece gathered while the previous one is added). With chunks of 300: pieces occur, and the jobs, block
+    sums, histograms and segment times are those of the hand-offs in one piece, bit for bit."""
+    from barrier_queues.runs import Sink
+
+    system = S(servers=16, tasks_pmf={2: 0.8, 16: 0.2}, arrival_rate=1.6, scheduling="first-fit")
+    monkeypatch.setattr(waitlist, "chunk_jobs", lambda system: 300)
+    monkeypatch.setattr(waitlist, "CHUNK", 300)
+    real, pieces = waitlist._pieces, []
+
+    def counting(values, order, bounds):
+        pieces.append(len(bounds) - 1)
+        return real(values, order, bounds)
+
+    monkeypatch.setattr(waitlist, "_pieces", counting)
+    split = run_replication(system, 6000, np.random.default_rng(9), keep_jobs=True)
+    assert pieces and max(pieces) >= 3
+    monkeypatch.setattr(Sink, "cuts", lambda self, first, n, every: [])
+    whole = run_replication(system, 6000, np.random.default_rng(9), keep_jobs=True)
+    for key in ("arrival", "start", "departure", "work", "completed"):
+        assert np.array_equal(split.jobs[key], whole.jobs[key]), key
+    a, b = split.partial, whole.partial
+    assert a.blocks.tobytes() == b.blocks.tobytes()
+    assert np.array_equal(a.arrival_at, b.arrival_at, equal_nan=True)
+    for mine, theirs in zip(a.segment_hists + [a.tail_hist], b.segment_hists + [b.tail_hist], strict=True):
+        assert all(np.array_equal(mine[m].counts, theirs[m].counts) for m in mine)
 
 
 def test_the_compiled_sort_equals_numpys_on_every_shape_of_input():

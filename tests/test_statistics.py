@@ -342,3 +342,45 @@ def test_the_compiled_statistics_refuse_mismatched_shapes():
     with pytest.raises(ValueError, match="a:b must lie"):
         kernels.class_piece(np.ones((3, 10)), np.zeros((3, 10), dtype=np.int64), np.zeros(10, dtype=np.int64),
                             0, 11, np.empty((2, 4)))
+
+
+@pytest.mark.parametrize("jobs, warmup, classes", [(1_000_000, None, 0), (300_000, None, 3), (300_000, 20_000, 3),
+                                                    (180_001, 777, 0)])
+def test_jobs_added_in_pieces_at_the_sinks_cuts_give_the_statistics_of_one_piece(jobs, warmup, classes):
+    """``Sink.cuts``: a long run of jobs added in pieces cut where it says gives every block sum, histogram,
+    segment time and class sum of the run added at once, bit for bit, from any first job (inside the warm-up
+    or not); cuts elsewhere can change the class sums (shown without warm-up: what the cuts are for)."""
+    import barrier_queues as bq
+    from barrier_queues.runs import Sink
+
+    system = bq.BarrierSystem(servers=16, tasks=4, arrival_rate=2.0)
+    rng = np.random.default_rng(jobs)
+    n = 400_000 if jobs > 400_000 else jobs - 1_000
+    arrival = np.cumsum(rng.exponential(0.5, jobs))
+    start = np.maximum.accumulate(arrival + rng.exponential(2.0, jobs))
+    departure = start + rng.exponential(1.0, jobs)
+    cls = rng.integers(0, max(classes, 1), jobs)
+    cols = (arrival, start, departure, departure - start, (departure - start) * 0.5, rng.integers(1, 5, jobs))
+
+    def run(bounds):
+        sink = Sink(system, jobs, warmup, False, None, 0)
+        acc = sink.acc = RunAccumulator(jobs, sink.acc.floor, warmup, classes=classes)    # (classes of its own)
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=False):
+            acc.add(*(c[lo:hi] for c in cols), classes=cls[lo:hi] if classes else None)
+        return sink, acc.partial()
+
+    first = jobs - n                                      # the long run: jobs first .. jobs - 1
+    sink, whole = run([0, first, jobs])
+    cuts = sink.cuts(first, n, 65_536)
+    assert len(cuts) >= 2 and all(0 < c < n for c in cuts)
+    assert all((first + c - sink.acc.skip) % sink.acc.segment == 0 and first + c > sink.acc.skip for c in cuts)
+    _, pieces = run([0, first, *(first + c for c in cuts), jobs])
+    offs = [run([0, first + d, jobs])[1] for d in (7, 3001, 30_001)] if classes and warmup is None else []
+    assert pieces.blocks.tobytes() == whole.blocks.tobytes()
+    for mine, theirs in zip(pieces.segment_hists + [pieces.tail_hist], whole.segment_hists + [whole.tail_hist],
+                            strict=True):
+        assert all(np.array_equal(mine[m].counts, theirs[m].counts) for m in mine)
+    assert np.array_equal(pieces.arrival_at, whole.arrival_at, equal_nan=True)
+    if classes:
+        assert pieces.classes[0].tobytes() == whole.classes[0].tobytes()
+        assert not offs or any(off.classes[0].tobytes() != whole.classes[0].tobytes() for off in offs)

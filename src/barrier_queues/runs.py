@@ -109,6 +109,18 @@ class Sink:
             self.csv = open(csv_path, "w")  # noqa: SIM115 (closed in close())
             self.csv.write(self.CSV_HEADER if self.failures is None else self.CSV_HEADER[:-1] + ",attempts,aborted\n")
 
+    def cuts(self, first: int, n: int, every: int) -> list:
+        """Places ``0 < p < n`` in the next ``n`` jobs (the first of them job ``first`` of those added) where they
+        may be added in pieces with the statistics of one piece: where a segment of the measured jobs starts
+        (block sums and per-class sums are taken per segment piece; the rest is counts and running values),
+        about every ``every`` jobs. None with failures (aborted jobs are left out before they are measured)."""
+        if self.failures is not None:
+            return []
+        step = max(1, every // self.acc.segment) * self.acc.segment
+        lo = first - self.acc.skip                      # the measured index of the first job (< 0: in the warm-up)
+        start = (max(lo, 0) // step + 1) * step
+        return list(range(start - lo, n, step))
+
     def add(self, chunk: dict) -> None:
         if self.csv is not None:
             self._write_csv(chunk)

@@ -160,8 +160,9 @@ def chunk_pipeline(draw: Callable, step: Callable, add: Callable, jobs: int, siz
     ``draw(start_time, done)`` draws the chunk of ``min(size, jobs - done)``
     jobs that follows the first ``done`` (arrivals after ``start_time``);
     ``step(chunk, following)`` runs the kernel on a chunk, knowing the next
-    one (None after the last), and returns the per-job arrays to hand on, or
-    None; ``add(results)`` takes them.
+    one (None after the last), and returns the per-job arrays to hand on (a
+    dict, or an iterator of dicts: pieces in order), or None; ``add(results)``
+    takes them.
 
     With ``threads`` and more than two chunks, a pipeline of three threads:
     while the kernel (compiled without the GIL) runs chunk i, one helper
@@ -191,13 +192,13 @@ def chunk_pipeline(draw: Callable, step: Callable, add: Callable, jobs: int, siz
                 args = (following["arrival"][-1], after)
                 upcoming = helper.submit(draw, *args) if helper else draw(*args)
             result = step(chunk, following)
-            if result is not None:
-                if helper:
-                    if pending_add is not None:
+            for block in () if result is None else (result,) if isinstance(result, dict) else result:
+                if helper:                           # (pieces of one step's results: the next one is made while
+                    if pending_add is not None:      # the previous one is added)
                         pending_add.result()         # in order, and errors surface here
-                    pending_add = adder.submit(add, result)
+                    pending_add = adder.submit(add, block)
                 else:
-                    add(result)
+                    add(block)
             done += n
             chunk = following
             following = upcoming.result() if helper and upcoming is not None else upcoming

@@ -53,7 +53,7 @@ import numpy as np
 
 from .. import failures
 from .._validation import ParameterError
-from ..inputs import chunk_jobs, draw_jobs
+from ..inputs import CHUNK, chunk_jobs, draw_jobs
 from ..kernels import kernels_module
 from ..rules import kernel_params, reference_rule, reference_service
 from .base import Scheduler, chunk_pipeline, register, trace_arrays, trace_frame
@@ -199,6 +199,7 @@ class _Window:
         self.parked = []                                     # done jobs behind a waiting one: (results, seq)
         self.seq = 0                                         # jobs appended so far
         self.handed = 0                                      # the window's first jobs that were handed on
+        self.given = 0                                       # jobs handed on so far
         self.chunk = self.unit_chunk = 0                     # the last chunk's jobs and units
         self.results = None                                  # set by the first chunk
 
@@ -319,7 +320,7 @@ class _Window:
     #: waiting jobs, and without failures nothing else refers to a job)
     HANDED = 4
 
-    def take_started(self) -> dict:
+    def take_started(self, cuts=None):
         """Hand on the jobs that have all started (with failures: that are done) before the first job still in
         the window, in arrival order. Jobs done behind a job that still waits are parked (copied) until it
         starts, so a decision's cost does not grow with the jobs that passed a waiting gang.
@@ -328,7 +329,12 @@ class _Window:
         done jobs stay in place, marked :attr:`HANDED`, until they outnumber the others twice (then the others
         move to the next buffer): a window of starving gangs is not copied at every chunk. Measured at 1M jobs
         (2026-11-26, 9 runs each in random order, median wall seconds), first-fit on k in {2, 16} (a window
-        growing to 170,000 jobs): 0.58 -> 0.52."""
+        growing to 170,000 jobs): 0.58 -> 0.52.
+
+        ``cuts(first, n, every)`` (:meth:`barrier_queues.runs.Sink.cuts`): where many jobs merged back from
+        the parked ones may be handed on in pieces (an iterator of dicts instead of one dict), so that the
+        statistics of one piece overlap the gathering of the next (the drain of starving gangs hands on most of
+        a run at once: see CHANGELOG)."""
         a = self.arrays
         n = a["arrival"].size
         status = a["status"]
@@ -354,10 +360,17 @@ class _Window:
                     kept.append(({key: v[cut:] for key, v in block.items()}, q[cut:]))
             allseq = np.concatenate([q for _, q in parts])
             order = np.argsort(allseq, kind="stable")
-            done = {key: np.concatenate([b[key] for b, _ in parts])[order] for key in keys}
+            cat = {key: np.concatenate([b[key] for b, _ in parts]) for key in keys}
+            at = (cuts(self.given, order.size, CHUNK) if cuts is not None and order.size > 2 * CHUNK
+                  and not self.fail else [])
             self.parked = kept
+            self.given += order.size
+            done = (_pieces(cat, order, [0, *at, order.size]) if at
+                    else {key: v[order] for key, v in cat.items()})
         elif done is None:
             done = {key: a[f][:0] for key, f in keys.items()}
+        else:
+            self.given += done["arrival"].size
         if self.fail:
             if waiting.size < n:
                 self._keep(waiting)
@@ -420,6 +433,13 @@ class _Window:
             times[:size], heap[:size] = times[:size][order], v[order]
 
 
+def _pieces(values: dict, order: np.ndarray, bounds: list):
+    """``values`` (per-job arrays) in ``order``, piece by piece between ``bounds``: each gathered when asked."""
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=False):
+        rows = order[lo:hi]
+        yield {key: v[rows] for key, v in values.items()}
+
+
 def _renumber(index: np.ndarray, kept: np.ndarray) -> np.ndarray:
     """Each old row index's place among the ascending rows ``kept``, -1 where it is not kept (or was -1)."""
     at = np.searchsorted(kept, index)
@@ -470,8 +490,8 @@ def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None
         kernel += time.perf_counter() - t0
         if trace:
             frame = trace_frame(chunk, *buffers)
-        started = window.take_started()       # (new arrays or views of arrays the window no longer writes)
-        return started if started["arrival"].size else None
+        started = window.take_started(sink.cuts)   # (new arrays or views the window no longer writes)
+        return started if not isinstance(started, dict) or started["arrival"].size else None
 
     try:
         chunk_pipeline(draw, step, sink.add, jobs, size, threads=not trace)
