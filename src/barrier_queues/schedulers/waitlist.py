@@ -174,6 +174,8 @@ class _Window:
     #: ``unext``, and an abort reads ``urun`` only of a unit that has started, ``ucur`` > 0)
     UNIT_FIELDS = {"ujob": np.int64, "utoff": np.int64, "unatt": np.int64, "uab": np.uint8, "ucur": np.int64,
                    "unext": np.int64, "urun": np.float64}
+    #: empty unit arrays, for a window of barrier jobs only (the kernel reads them only for non-barrier jobs)
+    NO_UNITS = {f: np.empty(0, dtype=d) for f, d in UNIT_FIELDS.items()}
 
     def __init__(self, system):
         self.system = system
@@ -194,7 +196,9 @@ class _Window:
         self.heap_state = np.array([0, s, 0, 0], dtype=np.int64)  # releases, free workers, retries, aborts
         self.rt_time, self.rt_job = np.zeros(0), np.zeros(0, dtype=np.int64)
         self.ab_time, self.ab_job = np.zeros(0), np.zeros(0, dtype=np.int64)
-        self.units = _Rows(self.UNIT_FIELDS, buffers=2) if self.fail else None     # (read by the kernel only)
+        # (read by the kernel only; with barrier jobs only, each unit is a job and the kernel reads its job alone)
+        self.units = (_Rows(self.UNIT_FIELDS if self.kills else {"ujob": np.int64}, buffers=2) if self.fail
+                      else None)
         self.wunit = np.full(s, -1, dtype=np.int64)          # each worker's unit (failures)
         self.parked = []                                     # done jobs behind a waiting one: (results, seq)
         self.seq = 0                                         # jobs appended so far
@@ -299,7 +303,7 @@ class _Window:
         a = self.arrays
         policy, stragglers, params = kernel_params(self.system)
         tw, ts, te = trace
-        u = self.units.view if self.fail else None
+        u = {**self.NO_UNITS, **self.units.view} if self.fail else None     # (barrier jobs only: ujob alone)
         kernels_module().run_waitlist(
             a["arrival"], a["k"], a["barrier"].view(np.uint8), a["cls"], a["toff"], self.times, a["status"],
             a["handed"], a["start"], a["dep"], a["work"], a["useful"], a["completed"], self.creq, pos,
@@ -419,7 +423,8 @@ class _Window:
         u = self.units.view
         u["ujob"][:] = np.searchsorted(keep, u["ujob"])    # (a kept unit's job is kept)
         if compact:
-            u["utoff"] += np.repeat(shift, counts)
+            if "utoff" in u:
+                u["utoff"] += np.repeat(shift, counts)
         self.arrays["ufirst"][:] = np.cumsum(counts) - counts
         rtop = self.arrays["rtop"]
         if (rtop >= 0).any():                              # failed tasks due again: each job's list (rtop, then
