@@ -150,6 +150,15 @@ cdef inline int64_t _ifree_pop(Wait* q) noexcept nogil:
     return top
 
 
+cdef inline void _srt_room(Wait* q, int64_t k) noexcept nogil:
+    """Room for k more entries after ``sorted_rel[slo:shi]``: the entries move to the front when they would pass
+    its capacity (at most s entries, capacity 2 s + 1)."""
+    if q.shi + k > q.scap:
+        memmove(q.sorted_rel, q.sorted_rel + q.slo, (q.shi - q.slo) * sizeof(double))
+        q.shi -= q.slo
+        q.slo = 0
+
+
 cdef void _srt_add(Wait* q, double* b, int64_t k, bint sort) noexcept nogil:
     """Merge the release times ``b[:k]`` into the ascending array ``sorted_rel[slo:shi]``: backfill keeps it beside
     the release heap, so that its reservation costs O(log s), not a sort of every running task per decision, and
@@ -161,10 +170,7 @@ cdef void _srt_add(Wait* q, double* b, int64_t k, bint sort) noexcept nogil:
     cdef double x, y
     if sort:
         _sort_doubles(b, k)
-    if q.shi + k > q.scap:                    # compact (at most s entries, capacity 2 s + 1)
-        memmove(a, a + q.slo, (q.shi - q.slo) * sizeof(double))
-        q.shi -= q.slo
-        q.slo = 0
+    _srt_room(q, k)
     i = q.shi - 1
     j = k - 1
     out = q.shi + k - 1
@@ -187,10 +193,7 @@ cdef void _srt_add1(Wait* q, double t) noexcept nogil:
     cdef double* a = q.sorted_rel
     cdef int64_t i, lo, hi, mid
     cdef double x, y
-    if q.shi + 1 > q.scap:                    # compact (as _srt_add)
-        memmove(a, a + q.slo, (q.shi - q.slo) * sizeof(double))
-        q.shi -= q.slo
-        q.slo = 0
+    _srt_room(q, 1)
     if q.shi - q.slo <= 32:
         a[q.shi] = INFINITY
         for i in range(q.shi, q.slo, -1):

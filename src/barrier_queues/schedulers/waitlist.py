@@ -365,8 +365,7 @@ class _Window:
             allseq = np.concatenate([q for _, q in parts])
             order = np.argsort(allseq, kind="stable")
             cat = {key: np.concatenate([b[key] for b, _ in parts]) for key in keys}
-            at = (cuts(self.given, order.size, CHUNK) if cuts is not None and order.size > 2 * CHUNK
-                  and not self.fail else [])
+            at = cuts(self.given, order.size, CHUNK) if cuts is not None and order.size > 2 * CHUNK else []
             self.parked = kept
             self.given += order.size
             done = (_pieces(cat, order, [0, *at, order.size]) if at
