@@ -447,20 +447,20 @@ def test_a_window_of_starving_gangs_keeps_done_jobs_in_place_until_they_outnumbe
 def test_a_drain_of_starving_gangs_is_handed_on_in_pieces_with_the_statistics_of_one_piece(monkeypatch):
     """First-fit on k in {2, 16} parks the jobs started behind starving gangs and hands most of them on when the
     gangs start; past two chunks such a hand-off goes to the statistics in pieces cut at ``Sink.cuts`` (the next
-    piece gathered while the previous one is added). With chunks of 300: pieces occur, and the jobs, block
+    piece written while the previous one is added). With chunks of 300: pieces occur, and the jobs, block
     sums, histograms and segment times are those of the hand-offs in one piece, bit for bit."""
     from barrier_queues.runs import Sink
 
     system = S(servers=16, tasks_pmf={2: 0.8, 16: 0.2}, arrival_rate=1.6, scheduling="first-fit")
     monkeypatch.setattr(waitlist, "chunk_jobs", lambda system: 300)
     monkeypatch.setattr(waitlist, "CHUNK", 300)
-    real, pieces = waitlist._pieces, []
+    real, pieces = waitlist._merged, []
 
-    def counting(values, order, bounds):
+    def counting(parts, first, bounds):
         pieces.append(len(bounds) - 1)
-        return real(values, order, bounds)
+        return real(parts, first, bounds)
 
-    monkeypatch.setattr(waitlist, "_pieces", counting)
+    monkeypatch.setattr(waitlist, "_merged", counting)
     split = run_replication(system, 6000, np.random.default_rng(9), keep_jobs=True)
     assert pieces and max(pieces) >= 3
     monkeypatch.setattr(Sink, "cuts", lambda self, first, n, every: [])

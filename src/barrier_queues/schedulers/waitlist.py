@@ -362,14 +362,14 @@ class _Window:
                     parts.append(({key: v[:cut] for key, v in block.items()}, q[:cut]))
                 if cut < q.size:
                     kept.append(({key: v[cut:] for key, v in block.items()}, q[cut:]))
-            allseq = np.concatenate([q for _, q in parts])
-            order = np.argsort(allseq, kind="stable")
-            cat = {key: np.concatenate([b[key] for b, _ in parts]) for key in keys}
-            at = cuts(self.given, order.size, CHUNK) if cuts is not None and order.size > 2 * CHUNK else []
+            total = sum(q.size for _, q in parts)
+            if total != (int(limit) if waiting.size else self.seq) - self.given:
+                raise RuntimeError(f"{total} jobs to hand on, not every job up to the first waiting one (kernel bug)")
+            at = cuts(self.given, total, CHUNK) if cuts is not None and total > 2 * CHUNK else []
+            merged = _merged(parts, self.given, [0, *at, total])
             self.parked = kept
-            self.given += order.size
-            done = (_pieces(cat, order, [0, *at, order.size]) if at
-                    else {key: v[order] for key, v in cat.items()})
+            self.given += total
+            done = merged if at else next(merged)
         elif done is None:
             done = {key: a[f][:0] for key, f in keys.items()}
         else:
@@ -437,11 +437,27 @@ class _Window:
             times[:size], heap[:size] = times[:size][order], v[order]
 
 
-def _pieces(values: dict, order: np.ndarray, bounds: list):
-    """``values`` (per-job arrays) in ``order``, piece by piece between ``bounds``: each gathered when asked."""
+def _merged(parts: list, first: int, bounds: list):
+    """The jobs of ``parts`` (``(per-job arrays, seq)`` blocks, each's ``seq`` ascending; together the jobs
+    ``first, first + 1, ...``) in job order, piece by piece between ``bounds`` (job counts from ``first``): each
+    piece's arrays are filled when asked, every block's jobs in the piece written to their places (found by
+    bisection, as a block's ``seq`` ascends). One write per value, where concatenating the blocks, sorting their
+    ``seq`` and gathering took two copies and a sort (measured: see CHANGELOG)."""
     for lo, hi in zip(bounds[:-1], bounds[1:], strict=False):
-        rows = order[lo:hi]
-        yield {key: v[rows] for key, v in values.items()}
+        piece = None
+        for block, q in parts:
+            a, b = np.searchsorted(q, (first + lo, first + hi))
+            if a == b:
+                continue
+            if piece is None:
+                piece = {key: np.empty(hi - lo, dtype=v.dtype) for key, v in block.items()}
+            if q[b - 1] - q[a] == b - a - 1:            # consecutive jobs: one slice
+                at = slice(q[a] - first - lo, q[b - 1] - first - lo + 1)
+            else:
+                at = q[a:b] - (first + lo)
+            for key, v in block.items():
+                piece[key][at] = v[a:b]
+        yield piece
 
 
 def _renumber(index: np.ndarray, kept: np.ndarray) -> np.ndarray:
