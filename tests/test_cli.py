@@ -654,6 +654,26 @@ def test_a_parser_built_for_one_command_is_the_full_parser_for_that_command():
         assert all(len(one.choices[n]._actions) == 1 for n in others)     # only -h: not built
 
 
+def test_only_the_command_sets_its_environment_before_numpy_loads():
+    """``import barrier_queues`` in the ``barrier-queues`` script's own process (started by name, numpy not yet
+    loaded) sets ``OPENBLAS_THREAD_TIMEOUT`` to 4 where the user has not; a host process (another name, or numpy
+    already loaded) and a user's own value are left alone."""
+    import os
+
+    def value(argv0, numpy_first=False, env=None):
+        code = ("import sys, os; sys.argv[0] = sys.argv[1]; " + ("import numpy; " if numpy_first else "")
+                + "import barrier_queues; print(os.environ.get('OPENBLAS_THREAD_TIMEOUT'))")
+        environ = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"} | (env or {})
+        return subprocess.run([sys.executable, "-c", code, argv0], capture_output=True, text=True, check=True,
+                              env=environ).stdout.strip()
+
+    assert value("/usr/local/bin/barrier-queues") == "4"
+    assert value("/venv/Scripts/barrier-queues.exe") == "4"             # (a Windows launcher's name)
+    assert value("/usr/local/bin/python") == "None"
+    assert value("/usr/local/bin/barrier-queues", numpy_first=True) == "None"
+    assert value("/usr/local/bin/barrier-queues", env={"OPENBLAS_THREAD_TIMEOUT": "20"}) == "20"
+
+
 def test_the_command_keeps_freed_memory_where_glibc_allows_it(monkeypatch, capsys):
     """``entry`` (the ``barrier-queues`` command) asks glibc's allocator to keep freed memory
     (``keep_freed_memory``: every ``mallopt`` accepted there); without glibc's ``mallopt`` it returns False and
