@@ -2,6 +2,7 @@
 identities and refusals."""
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -125,42 +126,72 @@ def _heavy_in_small_chunks(name, discipline):
     return rep.jobs, _chunked_reference(system, jobs, size, 5, system.resubmit_delay)
 
 
+@pytest.mark.parametrize("name", ["hybrid", "overloaded"])
 @pytest.mark.parametrize("discipline", ["fcfs", "backfill"])
-def test_failed_tasks_due_again_keep_their_units_when_the_window_shrinks(discipline, monkeypatch):
+def test_failed_tasks_due_again_keep_their_units_when_the_window_shrinks(name, discipline, monkeypatch):
     """A non-barrier job waiting at a chunk boundary with failed tasks due again (its list ``rtop``, then
     ``unext``, of unit indices) keeps them when the window drops the units of jobs done before it: the
-    indices are renumbered with the units. The case occurs here (counted); without the renumbering the kernel
-    started the wrong units (a job never started, or a crash)."""
-    keep, pending = waitlist._Window._keep, []
+    indices are renumbered with the units. The case occurs here (counted), on the overloaded system with lists
+    of more than one task (``unext`` read); without the renumbering the kernel started the wrong units (a job
+    never started, or a crash)."""
+    append, pending, chained = waitlist._Window._append_prebuilt, [], []
 
-    def counting(self, rows):
-        pending.append(int((self.arrays["rtop"][rows] >= 0).sum()))
-        return keep(self, rows)
+    def counting(self, chunk, prep):
+        if self.pending is not None:                    # (the jobs kept from the last chunk)
+            top = self.arrays["rtop"][self.pending]
+            top = top[top >= 0]
+            pending.append(top.size)
+            chained.append(int((self.units.view["unext"][top] >= 0).sum()))
+        return append(self, chunk, prep)
 
-    monkeypatch.setattr(waitlist._Window, "_keep", counting)
-    jobs, ref = _heavy_in_small_chunks("hybrid", discipline)
+    monkeypatch.setattr(waitlist._Window, "_append_prebuilt", counting)
+    jobs, ref = _heavy_in_small_chunks(name, discipline)
     assert sum(pending) > 0
+    assert name != "overloaded" or sum(chained) > 0
+    _same(jobs, ref)
+
+
+@pytest.mark.parametrize("discipline", ["fcfs", "backfill"])
+def test_a_chunk_prepared_with_too_little_room_for_the_jobs_kept_is_rebuilt_and_the_room_grows(discipline,
+                                                                                           monkeypatch):
+    """With failures a chunk's buffers are written where it is drawn, with room before it for the jobs, units
+    and draws the window keeps from the last chunk (at least ``ROOMS``, else twice the most kept so far). With
+    rooms of one, the first chunks that keep more are rebuilt with more room (the rest fit), and the jobs
+    are the reference's; an overloaded system keeps ever more."""
+    prebuild, rebuilt, rooms = waitlist._Window._prebuild, [], []
+
+    def spy(self, chunk, prep, room, seq):
+        if threading.current_thread() is threading.main_thread() and self.rows is not None:
+            rebuilt.append(room)                            # (append's rebuild, on the kernel's thread)
+        rooms.append(room)
+        return prebuild(self, chunk, prep, room, seq)
+
+    monkeypatch.setattr(waitlist._Window, "ROOMS", (1, 1, 1))
+    monkeypatch.setattr(waitlist._Window, "_prebuild", spy)
+    jobs, ref = _heavy_in_small_chunks("overloaded", discipline)
+    assert rebuilt and len(rebuilt) < 40                    # some chunks rebuilt, not every one
+    assert max(r[0] for r in rooms) > 100                   # the room grew with the window
     _same(jobs, ref)
 
 
 @pytest.mark.parametrize("name", HEAVY)
 @pytest.mark.parametrize("discipline", ["fcfs", "backfill"])
 def test_the_unit_fields_left_unfilled_are_written_before_they_are_read(name, discipline, monkeypatch):
-    """The window does not fill ``unext`` and ``urun`` of new units. With those rows poisoned at every chunk
+    """The window does not fill ``unext`` and ``urun`` of a chunk's units. With those rows poisoned at every chunk
     (floats +inf: each unit's attempt would still run; integers 2**40, far out of range) the jobs are the
     reference's, with non-barrier aborts (which read ``urun``) and tasks due again (``unext``)."""
-    extend = waitlist._Rows.extend
+    write = waitlist._write
     poison = {np.dtype(np.float64): np.inf, np.dtype(np.int64): 2 ** 40}
     poisoned = []
 
-    def poisoning(self, new, n):
-        extend(self, new, n)
-        for field, values in self.view.items():
+    def poisoning(buffers, new, at):                    # (a chunk's rows and units, written where it is drawn)
+        for field, values in buffers.items():
             if field not in new:
-                values[self.size - n:] = poison[values.dtype]
+                values[at:] = poison[values.dtype]
                 poisoned.append(field)
+        write(buffers, new, at)
 
-    monkeypatch.setattr(waitlist._Rows, "extend", poisoning)
+    monkeypatch.setattr(waitlist, "_write", poisoning)
     jobs, ref = _heavy_in_small_chunks(name, discipline)
     assert set(poisoned) == {"unext", "urun"}
     assert (jobs["aborted"] & ~jobs["barrier"]).any()

@@ -39,9 +39,11 @@ the central queue's pipeline of three threads
 (:func:`~barrier_queues.schedulers.base.chunk_pipeline`): the kernel keeps a
 window of the jobs that have not all started (in arrival order; with
 failures, not done; without, jobs handed on stay in it until they outnumber
-the others twice), in buffers written in place (:class:`_Rows`); jobs done
-behind one that still waits are parked (copied) until it starts, and
-results reach the statistics in arrival order.
+the others twice), in buffers written in place (:class:`_Rows`; with
+failures, each chunk's own buffers, written in the helper thread that draws
+it, with room for the jobs kept); jobs done behind one that still waits are
+parked (copied) until it starts, and results reach the statistics in arrival
+order.
 """
 
 from __future__ import annotations
@@ -153,12 +155,24 @@ class _Rows:
         self._set(buf, rows.size)
 
 
+class _Views:
+    """A window's rows with failures: views of one chunk's buffers (:meth:`_Window._prebuild`), the same
+    interface as :class:`_Rows` for reading (``view``, ``size``, ``dtypes``)."""
+
+    def __init__(self, view: dict):
+        self.view = view
+        self.dtypes = {f: v.dtype for f, v in view.items()}
+        self.size = next(iter(view.values())).size
+
+
 class _Window:
     """The jobs that have not all started, then the newest chunk (arrays in arrival order).
 
-    The per-job and per-unit arrays live in :class:`_Rows` buffers. Measured at 1M jobs (2026-11-26, 7 runs
-    each in random order, median wall seconds), against new arrays per chunk and a concatenation with the
-    jobs kept: one-k with failures 0.51 -> 0.48, first-fit on k in {2, 16} 0.59 -> 0.54."""
+    Without failures the per-job arrays live in :class:`_Rows` buffers. Measured at 1M jobs (2026-11-26, 7
+    runs each in random order, median wall seconds), against new arrays per chunk and a concatenation with the
+    jobs kept: one-k with failures 0.51 -> 0.48, first-fit on k in {2, 16} 0.59 -> 0.54. With failures each
+    chunk's jobs, units and draws are written where the chunk is drawn, into buffers of their own with room
+    before them for the jobs the window keeps (:meth:`_prebuild`; measured 2026-11-27, see CHANGELOG)."""
 
     #: the window's per-job arrays and their types; with job classes of their own (a workload's)
     #: ``job_class``, with failures the attempts and units (the kernel reads those only with failures): a
@@ -176,6 +190,9 @@ class _Window:
                    "unext": np.int64, "urun": np.float64}
     #: empty unit arrays, for a window of barrier jobs only (the kernel reads them only for non-barrier jobs)
     NO_UNITS = {f: np.empty(0, dtype=d) for f, d in UNIT_FIELDS.items()}
+    #: with failures, the least room a chunk's buffers leave before its jobs, units and draws for those the
+    #: window keeps (twice the most kept so far above: :meth:`_prebuild`)
+    ROOMS = (1024, 4096, 16384)
 
     def __init__(self, system):
         self.system = system
@@ -197,8 +214,11 @@ class _Window:
         self.rt_time, self.rt_job = np.zeros(0), np.zeros(0, dtype=np.int64)
         self.ab_time, self.ab_job = np.zeros(0), np.zeros(0, dtype=np.int64)
         # (read by the kernel only; with barrier jobs only, each unit is a job and the kernel reads its job alone)
-        self.units = (_Rows(self.UNIT_FIELDS if self.kills else {"ujob": np.int64}, buffers=2) if self.fail
-                      else None)
+        self.units = None                                    # with failures, the units (set by the first chunk)
+        self.unit_dtypes = self.UNIT_FIELDS if self.kills else {"ujob": np.int64}
+        self.rooms = self.ROOMS                              # with failures: see _prebuild
+        self.prepared = 0                                    # with failures, the jobs prepared so far (in order)
+        self.pending = None                                  # with failures, the jobs to keep at the next chunk
         self.wunit = np.full(s, -1, dtype=np.int64)          # each worker's unit (failures)
         self.parked = []                                     # done jobs behind a waiting one: (results, seq)
         self.seq = 0                                         # jobs appended so far
@@ -254,20 +274,58 @@ class _Window:
             prep["ujob"] = (prep["index"] if nu == n                # every unit a job
                             else chunk["unit_job"] if "unit_job" in chunk
                             else np.repeat(prep["index"], np.diff(chunk["unit_first"], append=nu)))
+            prep["pre"] = self._prebuild(chunk, prep, self.rooms, self.prepared)
+            self.prepared += n
         chunk["window"] = prep
         return chunk
+
+    def _dtypes(self, chunk: dict) -> dict:
+        """The window's per-job fields and types for jobs like ``chunk``'s (see FIELDS)."""
+        return {**self.FIELDS, **(self.CLASS_FIELDS if "cls" in chunk else {}),
+                **(self.FAIL_FIELDS if self.fail else {})}
+
+    def _prebuild(self, chunk: dict, prep: dict, rooms: tuple, seq: int) -> dict:
+        """With failures, a chunk's window rows, units and draws (holds) in buffers of their own, written where
+        the chunk is drawn (in the pipeline's helper thread) with ``rooms`` = ``(jobs, units, draws)`` left
+        free before them: :meth:`append` copies the jobs the window keeps there (a window with failures holds
+        only the jobs not done: few), so that the kernel's thread writes only those, not the chunk. Offsets
+        into the draws are absolute (the kernel reads the whole buffer); a unit's job and a job's first unit
+        count from the chunk's first, and ``append`` adds the kept jobs and units. ``seq``: the jobs before
+        this chunk. (``rooms`` is read as it stands when the chunk is drawn: any room is valid, and one too
+        small for the jobs kept is grown by ``append``.) Measured: see CHANGELOG (2026-11-27)."""
+        r, ru, rd = rooms
+        n, nu = chunk["arrival"].size, chunk["unit_attempts"].size
+        holds = chunk["holds"]
+        rows = {f: np.empty(r + n, dtype=d) for f, d in self._dtypes(chunk).items()}
+        units = {f: np.empty(ru + nu, dtype=d) for f, d in self.unit_dtypes.items()}
+        draws = np.empty(rd + holds.size)
+        draws[rd:] = holds
+        new = {"arrival": chunk["arrival"], "k": chunk["tasks"], "barrier": chunk["barrier"], "cls": prep["cls"],
+               "toff": (chunk["toff"], rd), "status": 0, "handed": 0, "start": 0.0, "dep": -np.inf, "work": 0.0,
+               "useful": chunk["useful"], "completed": 0, "seq": (prep["index"], seq), "nd": prep["nd"],
+               "natt": chunk["attempts"], "attempt": 0, "aborted": chunk["aborted"], "ufirst": chunk["unit_first"],
+               "rtop": -1, "left": prep["left"], "doomed": 0}
+        if "job_class" in rows:
+            new["job_class"] = chunk["cls"]
+        _write(rows, new, r)
+        # (unext, urun: not filled, see UNIT_FIELDS)
+        _write(units, {"ujob": prep["ujob"], "utoff": (chunk["unit_toff"], rd), "unatt": chunk["unit_attempts"],
+                       "uab": chunk["unit_aborted"], "ucur": 0}, ru)
+        return {"rooms": rooms, "rows": rows, "units": units, "draws": draws, "seq": seq}
 
     def append(self, chunk: dict) -> int:
         """Add a chunk after the jobs still in the window; returns the index of its first job."""
         n = self.chunk = chunk["arrival"].size
         prep = chunk["window"] if "window" in chunk else self.prepare(dict(chunk))["window"]
         fail = self.fail
-        if self.rows is None:
+        if self.results is None:
             classes = "cls" in chunk                        # the jobs' own classes (a workload's)
-            self.rows = _Rows({**self.FIELDS, **(self.CLASS_FIELDS if classes else {}),
-                               **(self.FAIL_FIELDS if fail else {})})
             self.results = {**self.RESULTS, "cls": "job_class" if classes else "cls",
                             **({"attempts": "natt", "aborted": "aborted"} if fail else {})}
+        if fail:
+            return self._append_prebuilt(chunk, prep)
+        if self.rows is None:
+            self.rows = _Rows(self._dtypes(chunk))
         self._room(chunk["holds" if fail else "times"].size)
         base = self.times.size
         new = {"arrival": chunk["arrival"], "k": chunk["tasks"], "barrier": chunk["barrier"], "cls": prep["cls"],
@@ -278,26 +336,78 @@ class _Window:
             new["job_class"] = chunk["cls"]
         self.seq += n
         pos = self.rows.size
-        if fail:                                        # (useful: the successful attempt's work, kernel times)
-            nu = self.unit_chunk = chunk["unit_attempts"].size
-            new.update(natt=chunk["attempts"], attempt=0, aborted=chunk["aborted"], useful=chunk["useful"],
-                       ufirst=(chunk["unit_first"], self.units.size), rtop=-1, left=prep["left"], doomed=0)
-            self.units.extend({"ujob": (prep["ujob"], pos), "utoff": (chunk["unit_toff"], base),
-                               "unatt": chunk["unit_attempts"],
-                               "uab": chunk["unit_aborted"], "ucur": 0}, nu)    # (unext, urun: see UNIT_FIELDS)
         self.rows.extend(new, n)
-        self._push(chunk["holds"] if fail else chunk["times"])
-        if fail:                                            # room in the retry and abort heaps: a unit each, and
-            room = self.units.size + int(self.heap_state[2:].max())     # the entries they hold
-            if self.rt_time.size < room:                    # (only the entries held are copied: the kernel
-                heaps = []                                  # reads no further, and the rest is never touched)
-                for values, held in ((self.rt_time, self.heap_state[2]), (self.rt_job, self.heap_state[2]),
-                                     (self.ab_time, self.heap_state[3]), (self.ab_job, self.heap_state[3])):
-                    grown = np.empty(2 * room, dtype=values.dtype)
-                    grown[:held] = values[:held]
-                    heaps.append(grown)
-                self.rt_time, self.rt_job, self.ab_time, self.ab_job = heaps
+        self._push(chunk["times"])
         return pos
+
+    def _append_prebuilt(self, chunk: dict, prep: dict) -> int:
+        """With failures: the chunk's prebuilt buffers (:meth:`_prebuild`) after the jobs kept from the last
+        chunk (copied into the room before it, with their units and draws; indices renumbered as
+        :meth:`_keep` does); returns the index of the chunk's first job."""
+        n, nu = chunk["arrival"].size, chunk["unit_attempts"].size
+        self.unit_chunk = nu
+        pre = prep["pre"]
+        if pre["seq"] != self.seq:
+            raise RuntimeError(f"a chunk prepared after {pre['seq']} jobs appended after {self.seq} (out of order)")
+        keep = self.pending if self.pending is not None else np.empty(0, dtype=np.int64)
+        old, uold = (self.arrays, self.units.view) if self.rows is not None else (None, None)
+        m = keep.size
+        if m:
+            counts = np.diff(old["ufirst"], append=self.units.size)[keep]
+            mu = int(counts.sum())
+            ukeep = (np.repeat(old["ufirst"][keep] - np.cumsum(counts) + counts, counts) + np.arange(mu))
+            sizes = old["nd"][keep]
+            dk = int(sizes.sum())
+        else:
+            mu = dk = 0
+        if m > pre["rooms"][0] or mu > pre["rooms"][1] or dk > pre["rooms"][2]:      # too little room: anew
+            pre = self._prebuild(chunk, prep, tuple(max(a, 2 * b) for a, b in zip(self.rooms, (m, mu, dk),
+                                                                                   strict=True)), self.seq)
+        self.rooms = tuple(max(a, 2 * b) for a, b in zip(self.rooms, (m, mu, dk), strict=True))
+        r, ru, rd = pre["rooms"]
+        rows, units, draws = pre["rows"], pre["units"], pre["draws"]
+        if m:
+            for f, v in rows.items():
+                np.take(old[f], keep, out=v[r - m:r])
+            for f, v in units.items():
+                np.take(uold[f], ukeep, out=v[ru - mu:ru])
+            new_toff = rd - dk + np.cumsum(sizes) - sizes   # the kept jobs' draws, just before the chunk's
+            old_toff = rows["toff"][r - m:r]
+            if dk:
+                draws[rd - dk:rd] = self._draws[np.repeat(old_toff - new_toff, sizes) + np.arange(rd - dk, rd)]
+            if "utoff" in units:
+                units["utoff"][ru - mu:ru] += np.repeat(new_toff - old_toff, counts)
+            rows["toff"][r - m:r] = new_toff
+            units["ujob"][ru - mu:ru] = np.searchsorted(keep, units["ujob"][ru - mu:ru])   # (a kept unit's job
+            rows["ufirst"][r - m:r] = np.cumsum(counts) - counts                          # is kept)
+            rtop = rows["rtop"][r - m:r]
+            if (rtop >= 0).any():                           # failed tasks due again: each job's list (rtop, then
+                rtop[:] = _renumber(rtop, ukeep)            # unext) holds unit indices, of its own (kept) units
+                units["unext"][ru - mu:ru] = _renumber(units["unext"][ru - mu:ru], ukeep)
+        if self.rows is not None:                          # (the first chunk: no worker has a unit, no heap entry)
+            self.wunit[:] = _renumber(self.wunit, ukeep if m else keep)
+            for times, heap, kept_, size in ((self.rt_time, self.rt_job, ukeep if m else keep, self.heap_state[2]),
+                                             (self.ab_time, self.ab_job, keep, self.heap_state[3])):
+                v = _renumber(heap[:size], kept_)
+                order = np.lexsort((v, times[:size]))      # sorted by (time, entry): still a heap for the kernel
+                times[:size], heap[:size] = times[:size][order], v[order]
+        units["ujob"][ru:] += m                             # the chunk's units' jobs and jobs' first units, after
+        rows["ufirst"][r:] += mu                            # the kept ones
+        self.rows = _Views({f: v[r - m:] for f, v in rows.items()})
+        self.units = _Views({f: v[ru - mu:] for f, v in units.items()})
+        self._draws, self._used = draws, draws.size
+        self.pending = None
+        self.seq += n
+        room = self.units.size + int(self.heap_state[2:].max())    # room in the retry and abort heaps: a unit
+        if self.rt_time.size < room:                        # each, and the entries they hold (only those are
+            heaps = []                                      # copied: the kernel reads no further, and the rest
+            for values, held in ((self.rt_time, self.heap_state[2]), (self.rt_job, self.heap_state[2]),   # is
+                                 (self.ab_time, self.heap_state[3]), (self.ab_job, self.heap_state[3])):  # never
+                grown = np.empty(2 * room, dtype=values.dtype)                                             # read)
+                grown[:held] = values[:held]
+                heaps.append(grown)
+            self.rt_time, self.rt_job, self.ab_time, self.ab_job = heaps
+        return m
 
     def run(self, pos: int, next_first_arrival: float, discipline: int, trace):
         a = self.arrays
@@ -329,7 +439,9 @@ class _Window:
         the window, in arrival order. Jobs done behind a job that still waits are parked (copied) until it
         starts, so a decision's cost does not grow with the jobs that passed a waiting gang.
 
-        With failures the window keeps only the jobs not done (heap entries and units refer to them). Without,
+        With failures the window keeps only the jobs not done (heap entries and units refer to them), copied
+        into the next chunk's buffers when it is appended (:attr:`pending`; a buffer handed on is not written
+        again). Without,
         done jobs stay in place, marked :attr:`HANDED`, until they outnumber the others twice (then the others
         move to the next buffer): a window of starving gangs is not copied at every chunk. Measured at 1M jobs
         (2026-11-26, 9 runs each in random order, median wall seconds), first-fit on k in {2, 16} (a window
@@ -374,9 +486,8 @@ class _Window:
             done = {key: a[f][:0] for key, f in keys.items()}
         else:
             self.given += done["arrival"].size
-        if self.fail:
-            if waiting.size < n:
-                self._keep(waiting)
+        if self.fail:                                       # (kept at the next chunk: see _append_prebuilt)
+            self.pending = waiting
         elif n - waiting.size > 2 * waiting.size:           # done jobs twice the others: compact
             self._keep(waiting)
             self.handed = 0
@@ -402,39 +513,12 @@ class _Window:
         return new_toff
 
     def _keep(self, keep: np.ndarray) -> None:
-        """Shrink the window to the jobs ``keep`` (in order): their arrays, their draws, and with failures their
-        units and the heaps' entries (renumbered; entries of removed jobs and units become -1)."""
-        a = self.arrays                                     # (the current buffers: keeping writes the next)
+        """Without failures, shrink the window to the jobs ``keep`` (in order): their arrays and their draws.
+        (With failures the next chunk's buffers take the jobs kept: :meth:`_append_prebuilt`.)"""
         new_toff = self._compact_draws(keep)
-        compact = new_toff is not None
-        if compact:
-            shift = new_toff - a["toff"][keep]              # how far each kept job's draws moved
-        if self.fail:
-            nu = self.units.size
-            counts = np.diff(a["ufirst"], append=nu)[keep]
-            ukeep = np.repeat(a["ufirst"][keep] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
         self.rows.keep(keep, self.chunk)                   # (room for a chunk: no larger buffer at once)
-        if compact:
+        if new_toff is not None:
             self.arrays["toff"][:] = new_toff
-        if not self.fail:
-            return
-        self.units.keep(ukeep, self.unit_chunk)
-        u = self.units.view
-        u["ujob"][:] = np.searchsorted(keep, u["ujob"])    # (a kept unit's job is kept)
-        if compact:
-            if "utoff" in u:
-                u["utoff"] += np.repeat(shift, counts)
-        self.arrays["ufirst"][:] = np.cumsum(counts) - counts
-        rtop = self.arrays["rtop"]
-        if (rtop >= 0).any():                              # failed tasks due again: each job's list (rtop, then
-            rtop[:] = _renumber(rtop, ukeep)               # unext) holds unit indices, of its own (kept) units
-            u["unext"][:] = _renumber(u["unext"], ukeep)
-        self.wunit[:] = _renumber(self.wunit, ukeep)
-        for times, heap, kept_, size in ((self.rt_time, self.rt_job, ukeep, self.heap_state[2]),
-                                         (self.ab_time, self.ab_job, keep, self.heap_state[3])):
-            v = _renumber(heap[:size], kept_)
-            order = np.lexsort((v, times[:size]))          # sorted by (time, entry): still a heap for the kernel
-            times[:size], heap[:size] = times[:size][order], v[order]
 
 
 def _merged(parts: list, first: int, bounds: list):
@@ -458,6 +542,18 @@ def _merged(parts: list, first: int, bounds: list):
             for key, v in block.items():
                 piece[key][at] = v[a:b]
         yield piece
+
+
+def _write(buffers: dict, new: dict, at: int) -> None:
+    """Write ``new`` into ``buffers`` from row ``at`` on: per field an array, one value for all, or ``(array,
+    offset)`` (the values plus the offset, added as they are written); a field not in ``buffers`` is skipped."""
+    for f, value in new.items():
+        if f not in buffers:
+            continue
+        if type(value) is tuple:
+            np.add(value[0], value[1], out=buffers[f][at:])
+        else:
+            buffers[f][at:] = value
 
 
 def _renumber(index: np.ndarray, kept: np.ndarray) -> np.ndarray:
@@ -518,8 +614,9 @@ def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-    if window.arrays["arrival"].size:
-        raise RuntimeError(f"{window.arrays['arrival'].size} jobs never started after draining (kernel bug)")
+    left = window.pending.size if window.pending is not None else window.arrays["arrival"].size
+    if left:
+        raise RuntimeError(f"{left} jobs never started after draining (kernel bug)")
     return kernel, frame
 
 
