@@ -482,13 +482,29 @@ def test_the_compiled_sort_equals_numpys_on_every_shape_of_input():
 
     sort = kernels_module().sort_doubles
     rng = np.random.default_rng(4)
-    for n in (0, 1, 2, 3, 16, 17, 18, 33, 100, 1000, 4096):
+    for n in (0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 18, 33, 100, 1000, 4096):
         for values in (rng.random(n), rng.integers(0, 5, n).astype(float), np.sort(rng.exponential(size=n)),
-                       np.sort(rng.random(n))[::-1].copy(), np.full(n, 2.5)):
+                       np.sort(rng.random(n))[::-1].copy(), np.full(n, 2.5), rng.normal(size=n) * 1e300,
+                       np.where(rng.random(n) < 0.3, np.inf, rng.random(n))):
             ours, theirs = values.copy(), values.copy()
             sort(ours)
             sort(theirs, True)
             assert np.array_equal(ours, np.sort(values)) and np.array_equal(theirs, ours), n
+
+
+def test_the_sorting_networks_sort_every_input_of_zeros_and_ones():
+    """Up to 16 values ``_sort_doubles`` runs a sorting network (Batcher's, padded with infinities): by the 0-1
+    principle (Knuth, TAOCP vol. 3, 5.3.4: a comparator network that sorts every input of
+    zeros and ones sorts every input) checked on all 2**n such inputs for n = 2 to 16."""
+    from barrier_queues.kernels import kernels_module
+
+    sort = kernels_module().sort_doubles
+    for n in range(2, 17):
+        bits = (np.arange(2 ** n)[:, None] >> np.arange(n)) & 1
+        expected = np.sort(bits, axis=1).astype(float)
+        for row, want in zip(bits.astype(float), expected, strict=True):
+            sort(row)
+            assert np.array_equal(row, want), (n, row)
 
 
 def test_compact_runs_moves_the_kept_draws_to_the_front_and_refuses_bad_runs():
