@@ -95,7 +95,7 @@ def classes(system) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _Rows:
-    """Per-row arrays (a window's jobs, or its units) with room to grow, in rotating buffers.
+    """Per-row arrays (a window's jobs, without failures) with room to grow, in rotating buffers.
 
     A chunk is written after the rows kept, in place: no new arrays per chunk and no concatenation (measured
     at 1M jobs, 2026-11-26: see :class:`_Window`). Keeping a subset moves it to the front of the next buffer,
@@ -133,14 +133,7 @@ class _Rows:
             buf = self._alloc(self._cur, m + n)
             for f in self.dtypes:
                 buf[f][:m] = old[f]
-        for f in self.dtypes:
-            value = new.get(f)
-            if value is None:
-                continue
-            if type(value) is tuple:
-                np.add(value[0], value[1], out=buf[f][m:m + n])
-            else:
-                buf[f][m:m + n] = value
+        _write({f: buf[f][:m + n] for f in self.dtypes}, new, m)
         self._set(buf, m + n)
 
     def keep(self, rows: np.ndarray, room: int = 0) -> None:
@@ -342,8 +335,10 @@ class _Window:
 
     def _append_prebuilt(self, chunk: dict, prep: dict) -> int:
         """With failures: the chunk's prebuilt buffers (:meth:`_prebuild`) after the jobs kept from the last
-        chunk (copied into the room before it, with their units and draws; indices renumbered as
-        :meth:`_keep` does); returns the index of the chunk's first job."""
+        chunk (:attr:`pending`, copied into the room before it with their units and draws; the units' jobs, the
+        jobs' first units, the lists of failed tasks due again, the workers' units and the retry and abort
+        heaps renumbered, entries of jobs and units not kept becoming -1); returns the index of the chunk's
+        first job."""
         n, nu = chunk["arrival"].size, chunk["unit_attempts"].size
         self.unit_chunk = nu
         pre = prep["pre"]
@@ -360,6 +355,7 @@ class _Window:
             dk = int(sizes.sum())
         else:
             mu = dk = 0
+            ukeep = keep                                    # (none)
         if m > pre["rooms"][0] or mu > pre["rooms"][1] or dk > pre["rooms"][2]:      # too little room: anew
             pre = self._prebuild(chunk, prep, tuple(max(a, 2 * b) for a, b in zip(self.rooms, (m, mu, dk),
                                                                                    strict=True)), self.seq)
@@ -385,8 +381,8 @@ class _Window:
                 rtop[:] = _renumber(rtop, ukeep)            # unext) holds unit indices, of its own (kept) units
                 units["unext"][ru - mu:ru] = _renumber(units["unext"][ru - mu:ru], ukeep)
         if self.rows is not None:                          # (the first chunk: no worker has a unit, no heap entry)
-            self.wunit[:] = _renumber(self.wunit, ukeep if m else keep)
-            for times, heap, kept_, size in ((self.rt_time, self.rt_job, ukeep if m else keep, self.heap_state[2]),
+            self.wunit[:] = _renumber(self.wunit, ukeep)
+            for times, heap, kept_, size in ((self.rt_time, self.rt_job, ukeep, self.heap_state[2]),
                                              (self.ab_time, self.ab_job, keep, self.heap_state[3])):
                 v = _renumber(heap[:size], kept_)
                 order = np.lexsort((v, times[:size]))      # sorted by (time, entry): still a heap for the kernel
