@@ -103,15 +103,23 @@ def _chunked_reference(system, jobs, size, seed, delay):
                                        system.servers, system.scheduling, failures=fail, release="fixed")
 
 
+#: a workload of three job classes with laws of their own
+WORKLOAD = [{"share": 0.6, "tasks": 2, "barrier": True, "task_dist": "exponential:rate=2"},
+            {"share": 0.3, "tasks": 4, "barrier": False, "task_dist": "erlang:shape=2,rate=2"},
+            {"share": 0.1, "tasks": 8, "barrier": True, "task_dist": "exponential:rate=0.5"}]
+
 #: heavy load and many failures: hybrid jobs on 16 workers (tasks due again wait at chunk boundaries),
-#: non-barrier jobs of 8 tasks on 8 workers (aborts while some of a job's tasks have not started), and an
-#: overloaded hybrid (the window, and with it the retry and abort heaps, keeps growing)
+#: non-barrier jobs of 8 tasks on 8 workers (aborts while some of a job's tasks have not started), an
+#: overloaded hybrid (the window, and with it the retry and abort heaps, keeps growing), and a workload's
+#: classes (the window carries each job's own class)
 HEAVY = {"hybrid": dict(servers=16, tasks_pmf={2: 0.5, 4: 0.3, 8: 0.2}, barrier_fraction=0.5, arrival_rate=3.0,
                         failure_rate=0.3, max_attempts=3, resubmit_delay=0.3),
          "non-barrier": dict(servers=8, tasks=8, barrier_fraction=0.0, arrival_rate=0.9, failure_rate=0.2,
                              max_attempts=2, resubmit_delay=0.3),
          "overloaded": dict(servers=8, tasks=8, barrier_fraction=0.5, arrival_rate=1.3, failure_rate=0.2,
-                            max_attempts=2, resubmit_delay=0.3)}
+                            max_attempts=2, resubmit_delay=0.3),
+         "workload": dict(servers=16, workload=WORKLOAD, arrival_rate=1.6, failure_rate=0.3, max_attempts=3,
+                          resubmit_delay=0.3)}
 
 
 def _heavy_in_small_chunks(name, discipline):
@@ -149,6 +157,37 @@ def test_failed_tasks_due_again_keep_their_units_when_the_window_shrinks(name, d
     assert sum(pending) > 0
     assert name != "overloaded" or sum(chained) > 0
     _same(jobs, ref)
+
+
+def test_a_workloads_jobs_keep_their_own_classes_through_the_window_with_failures(monkeypatch):
+    """With failures the window's buffers carry each job's class of the workload (``job_class``: what the
+    per-class statistics read, not the kernel), written where the chunk is drawn: under backfill, in chunks of
+    50 jobs, every job reaches the statistics with the class it was drawn with, in arrival order."""
+    from barrier_queues.runs import Sink
+
+    add, seen = Sink.add, []
+
+    def spy(self, chunk):
+        if "attempts" in chunk:                             # (this run's jobs, not ensure_compiled's warm-up)
+            seen.append((chunk["arrival"].copy(), chunk["cls"].copy()))
+        return add(self, chunk)
+
+    monkeypatch.setattr(Sink, "add", spy)
+    size = 50
+    system = S(**HEAVY["workload"], scheduling="backfill")
+    jobs = 40 * size + 3
+    monkeypatch.setattr(waitlist, "chunk_jobs", lambda system: size)
+    run_replication(system, jobs, np.random.default_rng(5), warmup=0)
+    rng, drawn, done, start = np.random.default_rng(5), [], 0, 0.0
+    waitlist.failure_stream(rng)                            # (as a run: its attempts' stream spawned first)
+    while done < jobs:
+        drawn.append(draw_jobs(system, min(size, jobs - done), rng, start_time=start))
+        done += drawn[-1]["arrival"].size
+        start = drawn[-1]["arrival"][-1]
+    assert np.array_equal(np.concatenate([a for a, _ in seen]), np.concatenate([p["arrival"] for p in drawn]))
+    classes = np.concatenate([c for _, c in seen])
+    assert np.array_equal(classes, np.concatenate([p["cls"] for p in drawn]))
+    assert np.unique(classes).size == 3
 
 
 @pytest.mark.parametrize("discipline", ["fcfs", "backfill"])
@@ -456,11 +495,6 @@ def test_a_sweep_of_failure_systems_reports_aborts_attempts_and_goodput(tmp_path
     for key in ("aborted_share", "mean_attempts", "goodput"):
         assert (table[f"{key}_ci_low"] <= table[key]).all() and (table[key] <= table[f"{key}_ci_high"]).all()
     assert (table.mean_attempts > 1).all() and table.goodput.between(0, 1).all()
-
-
-WORKLOAD = [{"share": 0.6, "tasks": 2, "barrier": True, "task_dist": "exponential:rate=2"},
-            {"share": 0.3, "tasks": 4, "barrier": False, "task_dist": "erlang:shape=2,rate=2"},
-            {"share": 0.1, "tasks": 8, "barrier": True, "task_dist": "exponential:rate=0.5"}]
 
 
 @pytest.mark.parametrize("name", [*SYSTEMS, "workload classes", "uncapped, many rounds"])
