@@ -364,7 +364,7 @@ def test_a_short_run_never_reports_an_impossible_utilization():
                 else:
                     assert 0 < out["useful_utilization"] <= out["utilization"] <= 1
                 for metric in ("waiting", "sojourn", "execution"):
-                    assert not out["ci"][metric][0] < 0
+                    assert out["ci"][metric] is None if out["stable"] is False else not out["ci"][metric][0] < 0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -557,7 +557,7 @@ def test_unknown_limit_falls_back_to_the_ceiling_and_the_drift_test():
 
     cfg = S(servers=8, tasks=4, barrier_fraction=0.5, arrival_rate=2.5, scheduling="first-fit")
     assert bq.known_limit(cfg) is None and estimated_limit(cfg) is None
-    with pytest.raises(bq.ParameterError, match=r"lambda_max = 2 \(work-conservation ceiling"):
+    with pytest.raises(bq.ParameterError, match=r"lambda_max = 2 \(holding ceiling"):
         simulate(cfg, jobs=50_000, seed=2)
     summary = simulate(cfg, jobs=50_000, seed=2, allow_unstable=True).summary()
     assert summary["stable"] is False and summary["stability"]["lambda_max"] == 2.0

@@ -401,17 +401,26 @@ def _print_simulation(out: dict) -> None:
     stab = out["stability"]
     stable = "cannot tell (too close to the limit)" if out["stable"] is None else out["stable"]
     print(f"stable        {stable} (lambda_max {_fmt(stab['lambda_max'], '.6g')} by {stab['method']}; "
-          f"waiting-time drift tau {_fmt(stab['kendall_tau'], '.2f')})")
+          f"waiting-time drift tau {_fmt(stab['kendall_tau'], '.2f')}; {stab['unstarted']:,} job(s) still waiting "
+          "at the last arrival)")
+    for reason in stab["reasons"]:
+        print(f"{'':13} unstable: {reason}")
+    if out["stable"] is False:
+        print(f"{'':13} no steady-state means: the means of this run grow with its length (run means:"
+              f" {', '.join(f'{m} {v:.4g}' for m, v in out['run_means'].items())})")
     print(f"{'':13} {'mean':>10} {'95% CI':>24} " + " ".join(f"{'q' + q:>10}" for q in out["quantiles"]["waiting"]))
     for name in ("waiting", "sojourn", "execution"):
-        lo, hi = out["ci"][name]
+        lo, hi = out["ci"][name] or (None, None)
         qs = " ".join(f"{v:>10.4f}" for v in out["quantiles"][name].values())
-        print(f"{name:<13} {out['mean_' + name]:>10.4f} [{_fmt(lo, '>10.4f')}, {_fmt(hi, '>10.4f')}] {qs}")
+        print(f"{name:<13} {_fmt(out['mean_' + name], '>10.4f')} [{_fmt(lo, '>10.4f')}, {_fmt(hi, '>10.4f')}] {qs}")
     for c in out.get("classes", []):
         lo, hi = c["ci"]["waiting"] or (None, None)
         label = f"k = {c['tasks']}{'' if c['barrier'] else ' plain'}"
-        print(f"{label:<13} {'waiting':>7} {c['mean_waiting']:>10.4f} [{_fmt(lo, '>10.4f')}, {_fmt(hi, '>10.4f')}]"
-              f" q0.99 {c['quantiles']['waiting']['0.99']:.4f}; {c['share']:.1%} of jobs")
+        print(f"{label:<13} {'waiting':>7} {_fmt(c['mean_waiting'], '>10.4f')} [{_fmt(lo, '>10.4f')}, "
+              f"{_fmt(hi, '>10.4f')}] q0.99 {c['quantiles']['waiting']['0.99']:.4f}; {c['share']:.1%} of jobs"
+              + ("" if c.get("stable", True) else "; UNSTABLE (its queue or waiting grows)"))
+    for w in out.get("warnings") or []:
+        print(f"warning       {w}")
     print(f"speed         {out['jobs_per_second']:,.0f} jobs/s end to end, "
           f"{out['kernel_jobs_per_second']:,.0f} jobs/s in the kernel")
 

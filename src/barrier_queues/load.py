@@ -78,6 +78,35 @@ def mean_work(system: BarrierSystem, arrival_rate: float | None = None,
     return work, useful
 
 
+def mean_held(system: BarrierSystem) -> float | None:
+    """``E[worker-time held per job]`` (time units): what a job takes from the cluster under any discipline.
+
+    A worker is held from a job's start until it is given back: with 1 barrier (and for non-barrier jobs)
+    when its own task ends, so the held time is the job's work ``k E[X]``; with 2 barriers all k workers
+    are given back together at the release, ``k E[D]`` (``D = X_(l:k)``, or the knee's or timeout's
+    release time); a shared time holds k workers for ``T``: ``k E[T]``. ``s / mean_held`` is the ceiling
+    no discipline passes (see :func:`barrier_queues.stability.holding_ceiling`). None where unknown (the
+    paper's overhead, phased jobs with 2 barriers)."""
+    system = as_system(system)
+    if system.barriers == 1:
+        w = mean_work(system)
+        return None if w is None else w[0]
+    if system.overhead == "paper" or system.phases > 1:
+        return None
+    if system.workload is not None:
+        return _workload_work(system)[0]          # its work already counts 2-barrier jobs as held
+    from .release import release_law
+
+    held = 0.0
+    p = system.barrier_fraction
+    for k, pk in zip(system.ks, system.pk, strict=True):
+        k = int(k)
+        barrier = k * release_law(system.replace(overhead=None) if system.overhead else system, k).mean_departure \
+            if p > 0 else 0.0
+        held += pk * (p * barrier + (1 - p) * k * system.mean_task)
+    return held
+
+
 def _workload_work(system: BarrierSystem) -> tuple[float, float]:
     """A workload's server time per job: ``sum_c p_c w_c`` with ``w_c = k_c E[X_c]`` (a shared time, a
     non-barrier job, or 1 barrier) or ``k_c E[max of k_c X_c]`` (2 barriers: every worker held to the end)."""
@@ -159,4 +188,5 @@ def system_at_utilization(options: dict, utilization: float) -> BarrierSystem:
     return at_utilization(BarrierSystem(**options), utilization)
 
 
-__all__ = ["arrival_rate_for", "at_utilization", "mean_work", "offered_utilization", "system_at_utilization"]
+__all__ = ["arrival_rate_for", "at_utilization", "mean_held", "mean_work", "offered_utilization",
+           "system_at_utilization"]

@@ -54,6 +54,7 @@ from .statistics import (
     batch_means_interval,
     drift,
     merge_histograms,
+    run_stability,
     sectioning_interval,
     t_interval,
     wilson_interval,
@@ -357,6 +358,108 @@ class SimulationResult:
             out["utilization"] = min(1.0, utilization * sum(f["work"] for f in per) / done)
         return out
 
+    def _stability(self, out: dict) -> None:
+        """The verdict: ``stable`` False when the arrival rate is at or above a known limit, when replication
+        0's pooled waiting drifts, or when any class's queue or waiting grows or the class starts only after the
+        arrivals end (:func:`~barrier_queues.statistics.run_stability`); None when too close to an estimated
+        limit to tell; else True. ``stability["reasons"]`` says which test decided."""
+        from .runs import class_labels
+
+        system, stats = self.system, self.stats
+        verdict = stability_verdict(system)
+        dr = drift(stats[0].block_means["waiting"], 20)
+        labels = class_labels(system)
+        run = run_stability(stats, labels or None)
+        reasons = []
+        if verdict["verdict"] == "above":
+            reasons.append(f"the arrival rate is at or above lambda_max = {verdict['lambda_max']:.6g} "
+                           f"({verdict['method']})")
+        if dr["drifting"]:
+            reasons.append(f"the waiting times of all jobs grow (Kendall tau {dr['kendall_tau']:.2f})")
+        for c in run["classes"]:
+            name = f"k = {c['tasks']}{'' if c['barrier'] else ' plain'}" if labels else "the jobs"
+            if c["queue_grows"]:
+                reasons.append(f"the queue of {name} grows by {c['queue_growth']:.3g} jobs per unit time "
+                               f"(Kendall tau {c['queue_tau']:.2f})")
+            if c["waiting_grows"]:
+                reasons.append(f"the waiting of {name} grows by {c['waiting_growth']:.3g} per unit time "
+                               f"(Kendall tau {c['waiting_tau']:.2f})")
+            if c["starts_late"]:
+                reasons.append(f"{c['late_share']:.0%} of {name} ({c['unstarted']:,} jobs) were still waiting at "
+                               "the last arrival: they start only once the arrivals end")
+        if labels and run["queue_grows"] and not any(c["queue_grows"] for c in run["classes"]):
+            reasons.append(f"the queue of all jobs grows by {run['queue_growth']:.3g} jobs per unit time")
+        out["stable"] = (False if reasons else None if verdict["verdict"] == "undecided" else True)
+        out["stability"] = {"lambda_max": verdict["lambda_max"], "method": verdict["method"],
+                            "drift_test": "Kendall tau of 20 batch means of replication 0's waiting times", **dr,
+                            "queue_test": "per class: Kendall tau of 20 batch means of the queue (jobs waiting at "
+                                          "each 1 % segment's first arrival) and of the mean waiting, averaged over "
+                                          "the replications; tau > 0.6 with p < 0.001 means growth",
+                            "queue_tau": run["queue_tau"], "queue_growth": run["queue_growth"],
+                            "unstarted": run["unstarted"], "censored": run["censored"],
+                            "censoring": "none: every job that arrived runs to its end (the system drains after the "
+                                         "last arrival); unstarted counts the jobs still waiting at the last "
+                                         "arrival, whose waiting the drain completed",
+                            "reasons": reasons}
+        if labels:
+            out["stability"]["classes"] = run["classes"]
+        elif run["classes"]:
+            only = run["classes"][0]
+            out["stability"].update({k: only[k] for k in ("queue_grows", "mean_queue", "late_share")})
+        if verdict["lambda_max_ci"] is not None:
+            out["stability"]["lambda_max_ci"] = verdict["lambda_max_ci"]
+        if out["stable"] is None:
+            out["stability"]["undecided"] = (
+                f"the arrival rate lies within {MC_LIMIT_MARGIN:g} half-widths of the 95 % interval of the "
+                "Monte Carlo stability limit and the drift test does not flag a growing queue: too close to "
+                "the limit to tell (a saturated run, or a longer one, decides)")
+        out["warnings"] = []
+
+    @staticmethod
+    def _withdraw_means(out: dict) -> None:
+        """An unstable system has no steady-state mean: its means, of all jobs and of every class, move to
+        ``run_means`` (this run only: they grow with its length) and the mean fields become None."""
+        growth = out["stability"]["queue_growth"]
+        out["run_means"] = {m: out[f"mean_{m}"] for m in METRICS}
+        out["run_means_note"] = (
+            "means of this run only, not steady-state means: the system is unstable ("
+            + "; ".join(out["stability"]["reasons"]) + "), so they grow with run length"
+            + (f" (the queue of all jobs grows by {growth:.3g} jobs per unit time)"
+               if math.isfinite(growth) and growth > 0 else ""))
+        for m in METRICS:
+            out[f"mean_{m}"] = None
+            out["ci"][m] = None
+        for row in out.get("classes", []):
+            row["run_means"] = {m: row[f"mean_{m}"] for m in METRICS}
+            for m in METRICS:
+                row[f"mean_{m}"] = None
+                row["ci"][m] = None
+
+    def _run_length_warnings(self, out: dict) -> list[str]:
+        """Runs too short for their slowest class: the measured time is fewer than
+        :data:`~barrier_queues.statistics.MIN_SPAN_EXECUTIONS` times the longest class mean execution time, or
+        the warm-up removed most of a class's jobs. Their means are those of a transient."""
+        from .statistics import MIN_SPAN_EXECUTIONS
+
+        warnings = []
+        span = float(np.mean([s.span for s in self.stats]))
+        rows = out.get("classes") or [{"tasks": None, "mean_execution": out["mean_execution"], "jobs": out["jobs"]}]
+        slow = max(rows, key=lambda r: r["mean_execution"] if math.isfinite(r["mean_execution"] or math.nan)
+                   else -1.0)
+        longest = slow["mean_execution"]
+        if longest is not None and math.isfinite(longest) and longest > 0 and span < MIN_SPAN_EXECUTIONS * longest:
+            which = "" if slow["tasks"] is None else f" (the class k = {slow['tasks']})"
+            warnings.append(f"the measured part of each run spans {span:.4g} time units, {span / longest:.3g} times "
+                            f"the longest mean execution time {longest:.4g}{which}: fewer than "
+                            f"{MIN_SPAN_EXECUTIONS}, so the means may be those of the empty start; run more jobs")
+        arrived = {(c["tasks"], c["barrier"]): c["arrived"] for c in out["stability"].get("classes", [])}
+        for row in out.get("classes", []):
+            total = arrived.get((row["tasks"], row["barrier"]), 0)
+            if total >= 20 and row["jobs"] < 0.5 * total:
+                warnings.append(f"the warm-up removed {1 - row['jobs'] / total:.0%} of the jobs of k = {row['tasks']}"
+                                f"{'' if row['barrier'] else ' plain'}: its means rest on the rest; run more jobs")
+        return warnings
+
     def provenance(self) -> dict:
         """What produced these numbers: library and numpy versions, the system, run sizes, seed, warm-up rule."""
         from . import __version__
@@ -433,30 +536,26 @@ class SimulationResult:
                 out["quantile_ci"][name][str(q)] = ci if ci is not None else [float("nan"), float("nan")]
         out["ci"]["method"] = ("t interval over replications" if len(stats) >= 2 else
                                "t interval over 20 batch means of one replication")
-        verdict = stability_verdict(system)
-        waiting0 = stats[0].block_means["waiting"]
-        dr = drift(waiting0, 20)
-        if verdict["verdict"] == "above" or dr["drifting"]:
-            out["stable"] = False
-        elif verdict["verdict"] == "undecided":
-            out["stable"] = None
-        else:
-            out["stable"] = True
-        out["stability"] = {"lambda_max": verdict["lambda_max"], "method": verdict["method"],
-                            "drift_test": "Kendall tau of 20 batch means of replication 0's waiting times", **dr}
-        if verdict["lambda_max_ci"] is not None:
-            out["stability"]["lambda_max_ci"] = verdict["lambda_max_ci"]
-        if out["stable"] is None:
-            out["stability"]["undecided"] = (
-                f"the arrival rate lies within {MC_LIMIT_MARGIN:g} half-widths of the 95 % interval of the "
-                "Monte Carlo stability limit and the drift test does not flag a growing queue: too close to "
-                "the limit to tell (a saturated run, or a longer one, decides)")
+        self._stability(out)
         if stats[0].extra.get("classes"):
             out["classes"] = self._class_summary(level)
+            verdicts = {(c["tasks"], c["barrier"]): c["stable"] for c in out["stability"].get("classes", [])}
+            for row in out["classes"]:
+                row["stable"] = verdicts.get((row["tasks"], row["barrier"]))
         if stats[0].extra.get("failures"):
             out.update(self._failure_summary(level, out["utilization"]))
         if self.precision is not None:
-            out["precision"] = self.precision
+            out["precision"] = dict(self.precision)
+            if out["stable"] is not True and out["precision"]["met"]:
+                out["precision"]["met"] = False           # an interval of a mean that drifts is no precision
+                out["precision"]["reason"] = (
+                    "the system is not in a steady state (stable: "
+                    f"{'false' if out['stable'] is False else 'cannot tell'}): its means grow with run length, "
+                    "so no interval of them is a precision")
+        if out["stable"] is False:
+            self._withdraw_means(out)
+        else:
+            out["warnings"] += self._run_length_warnings(out)
         total_jobs = sum(s.total_jobs for s in stats)
         kernel = sum(s.kernel_seconds for s in stats)
         out["seconds"] = self.seconds

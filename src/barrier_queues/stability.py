@@ -352,13 +352,11 @@ def _saturated_limit(system: BarrierSystem) -> tuple[float, str, tuple[float, fl
         return None
     method = f"saturated simulation, fcfs, {GUARD_SATURATED_REPLICATIONS} x {GUARD_SATURATED_JOBS:,} jobs"
     value, lo, hi = float(est["lambda_max"]), float(lo), float(hi)
-    from .load import mean_work
-
-    work = mean_work(system)
-    if work is not None and work[0] > 0:             # no discipline passes the work-conservation ceiling
-        ceiling = system.servers / work[0]
-        if lo >= ceiling:                             # the short run cannot tell FIFO from the ceiling
-            return ceiling, "work-conservation ceiling s / E[work] (a saturated FIFO run reaches it)", \
+    ceiling = holding_ceiling(system)
+    if ceiling is not None:                          # no discipline passes the holding ceiling
+        if lo >= ceiling:                             # the short run cannot tell FIFO's limit from the ceiling
+            return ceiling, ("holding ceiling s / E[worker-time held per job], an upper bound: the guard's short "
+                             "saturated FIFO run did not tell FIFO's own limit, which may be lower"), \
                 (ceiling, ceiling)
         value, hi = min(value, ceiling), min(hi, ceiling)
     return value, method, (lo, hi)
@@ -398,8 +396,8 @@ def stability_verdict(system: BarrierSystem) -> dict:
     if estimate is None:
         ceiling = _ceiling(system)
         if lam is not None and ceiling is not None and lam >= ceiling:      # no discipline passes it
-            return {"lambda_max": ceiling, "method": "work-conservation ceiling s / E[work] (an upper bound)",
-                    "lambda_max_ci": None, "verdict": "above"}
+            return {"lambda_max": ceiling, "method": "holding ceiling s / E[worker-time held per job] (no "
+                    "discipline passes it)", "lambda_max_ci": None, "verdict": "above"}
         return {"lambda_max": None, "method": None, "lambda_max_ci": None, "verdict": None}
     value, method, (lo, hi) = estimate
     margin = MC_LIMIT_MARGIN * (hi - lo) / 2
@@ -408,15 +406,25 @@ def stability_verdict(system: BarrierSystem) -> dict:
     return {"lambda_max": value, "method": method, "lambda_max_ci": [lo, hi], "verdict": verdict}
 
 
-def _ceiling(system: BarrierSystem) -> float | None:
-    """``s / E[work per job]``: the arrival rate at which the offered load reaches 1 (None when unknown)."""
-    from .load import mean_work
+def holding_ceiling(system: BarrierSystem) -> float | None:
+    """``s / E[worker-time held per job]`` (jobs per unit time): the arrival rate no discipline can pass.
+
+    Every job takes its held worker-time from the cluster whatever the order of starts
+    (:func:`barrier_queues.load.mean_held`): with 1 barrier that is its work, so the ceiling is the offered
+    load 1; with 2 barriers a job holds its k workers until its release, ``k E[X_(l:k)]``, so in units of
+    offered load (task work) the ceiling is ``E[work] / E[held]`` < 1 (s = 8, k = 2 or 8 equally likely,
+    exponential tasks: 5 / 12.37 = 0.404). None when unknown."""
+    from .load import mean_held
 
     try:
-        work = mean_work(system.replace(arrival_rate=None) if system.overhead is None else system)
+        held = mean_held(system.replace(arrival_rate=None) if system.overhead is None else system)
     except (ParameterError, TypeError, ValueError):
         return None
-    return float(system.servers / work[0]) if work is not None and work[0] > 0 else None
+    return float(system.servers / held) if held is not None and held > 0 else None
+
+
+def _ceiling(system: BarrierSystem) -> float | None:
+    return holding_ceiling(system)
 
 
 def stability_error(system: BarrierSystem) -> str | None:

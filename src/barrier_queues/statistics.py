@@ -282,6 +282,97 @@ def drift(series, batches: int = 20) -> dict:
     return {"kendall_tau": tau, "pvalue": p, "drifting": bool(tau > 0.6 and p < 1e-3)}
 
 
+#: a class is flagged as starving when more than this share of its jobs (and at least ``LATE_MIN_JOBS`` of
+#: them) were still waiting at the last arrival: they started only once the arrivals ended
+LATE_SHARE = 0.5
+LATE_MIN_JOBS = 10
+#: a run shorter than this many times the longest class's mean execution time is flagged as transient
+MIN_SPAN_EXECUTIONS = 100
+
+
+def _trend(series) -> tuple[float, float, bool]:
+    """Kendall's tau and p of a series' batch means (20, or the series itself when shorter; fewer than 8
+    values: no test), and whether it grows (tau > 0.6, p < 0.001: the rule of :func:`drift`)."""
+    y = np.asarray(series, dtype=float)
+    y = y[np.isfinite(y)]
+    if y.size < 8:
+        return float("nan"), float("nan"), False
+    tau, p = kendall_trend(batch_means(y, 20))
+    return tau, p, bool(tau > 0.6 and p < 1e-3)
+
+
+def _slope(t, y) -> float:
+    """Least-squares slope of ``y`` against ``t`` (NaN with fewer than 3 finite points)."""
+    t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
+    ok = np.isfinite(t) & np.isfinite(y)
+    if ok.sum() < 3 or np.ptp(t[ok]) <= 0:
+        return float("nan")
+    return float(np.polyfit(t[ok], y[ok], 1)[0])
+
+
+def run_stability(stats: list, labels: list | None = None) -> dict:
+    """Whether every class of a system reached a steady state in these replications, from their queues.
+
+    For each class (``labels``: ``(k, barrier)`` by class index; None: all jobs as one class), over the
+    measured segments (1 % of the run each, after the warm-up), averaged over the replications:
+
+    * ``queue``: the jobs of the class that arrived earlier and are still waiting, at each segment's first
+      arrival. Flagged (``queue_grows``) when Kendall's tau of its 20 batch means against time is above 0.6
+      with p < 0.001 (the rule of :func:`drift`); ``queue_growth`` is its least-squares slope in jobs per
+      unit time (about the class's arrival rate minus its start rate);
+    * ``waiting``: the class's mean waiting per segment, flagged (``waiting_grows``) by the same rule, with
+      ``waiting_growth`` in time units per unit time;
+    * ``unstarted``: the class's jobs still waiting at the last arrival (summed over replications), and
+      ``late_share`` = unstarted / arrived: more than :data:`LATE_SHARE` (and at least
+      :data:`LATE_MIN_JOBS` jobs) means the class starts only once the arrivals end (``starts_late``).
+
+    A class is ``stable`` when none of the three flags is raised. The pooled waiting of all jobs can pass
+    every test while a minority class starves: its queue is what shows it. Every job that arrived is run to
+    its end (after the last arrival the system drains), so no job is censored; ``unstarted`` counts those
+    whose waiting the drain completed.
+    """
+    queues = [s.extra.get("queue") for s in stats]
+    if not queues or any(q is None for q in queues):
+        return {"classes": [], "stable": True}
+    groups = queues[0]["at"].shape[0]
+    n = min(q["at"].shape[1] for q in queues)
+    times = np.mean([q["times"][:n] for q in queues], axis=0)
+    out = []
+    for c in range(groups):
+        queue = np.mean([q["at"][c, :n] for q in queues], axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            waits = np.array([q["waiting_sums"][c, :n] / q["jobs"][c, :n] for q in queues])
+        counted = np.isfinite(waits).sum(axis=0)
+        wait = np.where(counted > 0, np.nansum(np.where(np.isfinite(waits), waits, 0), axis=0)
+                        / np.maximum(counted, 1), np.nan)
+        qt, qp, q_up = _trend(queue)
+        wt, wp, w_up = _trend(wait)
+        q_slope = _slope(times, queue)
+        q_up = q_up and q_slope > 0
+        unstarted = int(sum(int(q["unstarted"][c]) for q in queues))
+        arrived = int(sum(int(q["arrived"][c]) for q in queues))
+        late = unstarted / arrived if arrived else 0.0
+        starts_late = bool(unstarted >= LATE_MIN_JOBS and late > LATE_SHARE)
+        row = {"queue_tau": qt, "queue_pvalue": qp, "queue_grows": bool(q_up), "queue_growth": q_slope,
+               "mean_queue": float(np.mean(queue)) if queue.size else float("nan"),
+               "waiting_tau": wt, "waiting_pvalue": wp, "waiting_grows": bool(w_up),
+               "waiting_growth": _slope(times, wait), "arrived": arrived, "unstarted": unstarted,
+               "late_share": late, "starts_late": starts_late,
+               "stable": not (q_up or w_up or starts_late)}
+        if labels:
+            if arrived == 0:                    # a class the system never draws (e.g. plain jobs of a pmf)
+                continue
+            row = {"tasks": labels[c][0], "barrier": labels[c][1], **row}
+        out.append(row)
+    total = np.mean([q["at"][:, :n].sum(axis=0) for q in queues], axis=0)
+    tt, tp, t_up = _trend(total)
+    t_slope = _slope(times, total)
+    return {"classes": out, "queue_tau": tt, "queue_pvalue": tp, "queue_grows": bool(t_up and t_slope > 0),
+            "queue_growth": t_slope, "unstarted": int(sum(r["unstarted"] for r in out)),
+            "censored": 0, "span": float(np.mean([q["span"] for q in queues])),
+            "stable": bool(all(r["stable"] for r in out) and not (t_up and t_slope > 0))}
+
+
 def quantile_interval(x, q: float, level: float = 0.95) -> list[float]:
     """Distribution-free interval for the ``q`` quantile from order statistics (iid values).
 
@@ -460,6 +551,10 @@ class RunPartial:
     classes: tuple | None = None            # per class: segment sums, segment histograms, tail histograms
     failures: dict | None = None            # with failures: counts over every job (jobs, aborted, attempts, work)
     last_departure: float = float("nan")    # the latest departure of an accumulated job
+    #: the queue by class (see ``RunAccumulator._track_queue``): ``at`` (class x segment: jobs waiting at the
+    #: segment's first arrival), ``arrived`` (jobs of each class, warm-up included), ``unstarted`` (jobs of
+    #: each class still waiting at the last arrival)
+    queue: dict | None = None
 
 
 def grouped_bin_counts(groups: np.ndarray, ngroups: int, idx: np.ndarray):
@@ -524,6 +619,15 @@ class RunAccumulator:
                             for _ in range(self.classes)] if self.classes > 1 else None)
         self.class_tail = ([{m: LogHistogram(floor, alpha) for m in METRICS} for _ in range(self.classes)]
                            if self.classes > 1 else None)
+        # the queue of every class (one group: all jobs, when classes are not kept apart): how many jobs that
+        # arrived earlier are still waiting to start at the arrival of each segment's first job, and at the
+        # last arrival; ``pending`` holds the start times (and classes) of the jobs that may still count
+        self.groups = max(self.classes, 1)
+        self.queue_at = np.full((self.groups, self.nsegments), np.nan)
+        self.arrived = np.zeros(self.groups, dtype=np.int64)
+        self.pending_start = np.empty(0)
+        self.pending_class = np.empty(0, dtype=np.int64)
+        self.latest_arrival = -np.inf
 
     def _histograms(self, sg: int, c: int | None = None) -> dict:
         """The histograms of segment ``sg`` (of class ``c``): its own while it is kept, else the tail's."""
@@ -582,6 +686,7 @@ class RunAccumulator:
             raise RuntimeError(f"{self.seen + n} jobs added to statistics sized for {self.jobs} (a scheduler bug)")
         first_spacing = start[0] - self.previous_start if self.seen > 0 else 0.0
         drop = min(max(self.skip - self.seen, 0), n)
+        self._track_queue(arrival, start, classes)
         self.seen += n
         self.previous_start = start[-1]
         if drop == n:
@@ -622,6 +727,39 @@ class RunAccumulator:
             self._add_classes(seg, pieces, np.asarray(classes)[drop:], values, bins, cols, bin_rows)
         self.last_arrival, self.last_start = arrival[-1], start[-1]
         self.last_departure = max(self.last_departure, float(departure[drop:].max()))
+
+    def _track_queue(self, arrival, start, classes) -> None:
+        """The queue of each class at each segment's first arrival (warm-up jobs included: they wait too).
+
+        A job counts at checkpoint time ``t`` (the arrival of a segment's first job) when it arrived before
+        that job and starts after ``t``. Jobs come in job order, so every checkpoint still to come lies at or
+        after the latest arrival seen: a job that started by then never counts again and leaves ``pending``,
+        which holds about the queue (every job of a class that starves). Plain numpy: counts, no sums, so
+        there is no compiled twin to agree with."""
+        n = arrival.size
+        cls = (np.zeros(n, dtype=np.int64) if self.classes <= 1 or classes is None
+               else np.asarray(classes, dtype=np.int64))
+        self.arrived += np.bincount(cls, minlength=self.groups)
+        base = self.seen                                    # the index of this chunk's first job among all seen
+        # checkpoints: the first job of each measured segment, at index skip + sg * segment of all jobs seen
+        sg0 = max(0, -(-(base - self.skip) // self.segment))
+        last = 0
+        for sg in range(sg0, self.nsegments):
+            p = self.skip + sg * self.segment - base
+            if p >= n:
+                break
+            self._pend(start[last:p], cls[last:p], arrival[p])
+            self.queue_at[:, sg] = np.bincount(self.pending_class, minlength=self.groups)
+            last = p
+        self._pend(start[last:], cls[last:], arrival[-1])
+        self.latest_arrival = max(self.latest_arrival, float(arrival[-1]))
+
+    def _pend(self, start, cls, t) -> None:
+        """Add jobs to ``pending`` and keep those that start after time ``t``."""
+        s = np.concatenate([self.pending_start, start])
+        c = np.concatenate([self.pending_class, cls])
+        keep = s > t
+        self.pending_start, self.pending_class = s[keep], c[keep]
 
     def _columns(self, arrival, start, departure, work, useful, completed, held, first_spacing, drop, lo):
         """The reference of the compiled ``accumulate_chunk``, in numpy: adds the block sums of the measured
@@ -665,6 +803,9 @@ class RunAccumulator:
         if self.class_sums is not None:
             p.classes = (self.class_sums, self.class_hist, self.class_tail)
         p.last_departure = float(self.last_departure)
+        late = self.pending_start > self.latest_arrival
+        p.queue = {"at": self.queue_at, "arrived": self.arrived,
+                   "unstarted": np.bincount(self.pending_class[late], minlength=self.groups)}
         return p
 
     def finish(self, saturated: bool = False) -> ReplicationStats:
@@ -720,9 +861,28 @@ def finish_replications(partials: list, saturated: bool = False) -> list[Replica
             span=float(p.last_arrival - p.arrival_at[g]), start_span=float(p.last_start - p.start_at[g]),
             histograms=hist, block_means=block_means, block_jobs=p.block, total_jobs=p.seen, seconds=p.seconds,
             kernel_seconds=p.kernel_seconds, extra={**({"classes": _class_stats(p, g)} if p.classes else {}),
-                                                    **({"failures": p.failures} if p.failures else {})},
+                                                    **({"failures": p.failures} if p.failures else {}),
+                                                    **({"queue": _queue_stats(p, g)} if p.queue else {})},
             busy_span=float(p.last_departure - p.arrival_at[g])))
     return out
+
+
+def _queue_stats(p: RunPartial, g: int) -> dict:
+    """Per group (class, or all jobs), from segment ``g`` on: the queue at each segment's first arrival, the
+    segments' waiting sums and job counts, the segments' first arrival times; and over the whole run the jobs
+    that arrived and those still waiting at the last arrival (see :func:`run_stability`)."""
+    i = COLUMNS.index("waiting")
+    if p.classes:
+        wait = p.classes[0][:, g:, METRICS.index("waiting")]
+        count = p.classes[0][:, g:, -1]
+    else:
+        nseg, per = p.nsegments, p.segment_blocks
+        pad = nseg * per - p.blocks.shape[1]
+        rows = np.pad(p.blocks[[i, -1]], ((0, 0), (0, pad))).reshape(2, nseg, per).sum(axis=2)
+        wait, count = rows[0][None, g:], rows[1][None, g:]
+    return {"at": p.queue["at"][:, g:], "times": p.arrival_at[g:], "waiting_sums": wait, "jobs": count,
+            "arrived": p.queue["arrived"], "unstarted": p.queue["unstarted"],
+            "span": float(p.last_arrival - p.arrival_at[g])}
 
 
 def _class_stats(p: RunPartial, g: int) -> list[dict]:
@@ -820,7 +980,7 @@ def merge_histograms(histograms) -> LogHistogram:
 
 __all__ = ["ALPHA", "QUANTILES", "LogHistogram", "ReplicationStats", "RunAccumulator", "RunPartial", "batch_means",
            "deviation_from_linear", "finish_replications",
-           "batch_means_interval", "binomial_tolerance", "drift", "lag1_test", "merge_histograms",
+           "batch_means_interval", "binomial_tolerance", "drift", "lag1_test", "merge_histograms", "run_stability",
            "load_stats", "mser_truncation", "quantile_interval", "save_stats", "t_interval", "wilson_interval",
            "within",
            "MIN_SATURATED_JOBS", "MIN_TAIL_JOBS", "MIN_UTILIZATION_JOBS"]

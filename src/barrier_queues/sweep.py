@@ -178,7 +178,7 @@ def point_row(index: int, point: dict, system: BarrierSystem, summary: dict) -> 
         if key in summary:
             row["measured_utilization" if key == "utilization" else key] = _plain(summary[key])
     for m in ("waiting", "sojourn", "execution"):
-        lo, hi = summary["ci"][m]
+        lo, hi = summary["ci"][m] or (None, None)        # None: unstable, no steady-state mean
         row[f"mean_{m}_ci_low"], row[f"mean_{m}_ci_high"] = _plain(lo), _plain(hi)
         for q, v in summary["quantiles"][m].items():
             row[f"{m}_q{q}"] = _plain(v)
