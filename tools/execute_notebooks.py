@@ -55,7 +55,7 @@ FULL = {
     "partial": {"sim_jobs": 200_000, "sim_replications": 20},
     "sampling": {"sat_jobs": 50_000, "sim_jobs": 100_000, "sim_replications": 20},
     "phases": {"sim_jobs": 200_000, "sim_replications": 20},
-    "scheduling": {"sim_jobs": 200_000, "sim_replications": 20, "borg_jobs": 1_000_000},
+    "scheduling": {"sim_jobs": 200_000, "sim_replications": 20, "capacity_jobs": 500_000, "borg_time": 40_000},
     "failures": {"sim_jobs": 200_000, "sim_replications": 20},
     "usage": {"sim_jobs": 1_000_000},
 }

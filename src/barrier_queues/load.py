@@ -86,7 +86,7 @@ def mean_held(system: BarrierSystem) -> float | None:
     are given back together at the release, ``k E[D]`` (``D = X_(l:k)``, or the knee's or timeout's
     release time); a shared time holds k workers for ``T``: ``k E[T]``. ``s / mean_held`` is the ceiling
     no discipline passes (see :func:`barrier_queues.stability.holding_ceiling`). None where unknown (the
-    paper's overhead, phased jobs with 2 barriers)."""
+    paper's overhead, phased jobs with 2 barriers, a registered rule without a release law)."""
     system = as_system(system)
     if system.barriers == 1:
         w = mean_work(system)
@@ -96,6 +96,10 @@ def mean_held(system: BarrierSystem) -> float | None:
     if system.workload is not None:
         return _workload_work(system)[0]          # its work already counts 2-barrier jobs as held
     from .release import release_law
+    from .rules import service_rule
+
+    if system.barrier_fraction > 0 and service_rule(system).law != "barrier_queues.release:release_law":
+        return None                               # a rule whose release law this library does not compute
 
     held = 0.0
     p = system.barrier_fraction
