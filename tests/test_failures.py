@@ -436,6 +436,29 @@ def test_aborted_jobs_are_reported_apart_and_kept():
     assert 0 < s["goodput"] < 1
 
 
+def test_retries_change_the_work_per_submitted_job_but_not_per_completed_job():
+    """Barrier jobs of k = 4 Exp(1) tasks, gamma = 0.2, a fresh draw per attempt. An attempt spends task time
+    sum_{j=k..1} q^(k-j) / (mu + gamma) (j tasks run a stage of mean 1 / (j (mu + gamma)), reached with
+    probability q^(k-j), q = mu / (mu + gamma)) and succeeds with p = q^k: per completed job E[work] / p = 5.367
+    with 1 attempt or 4 (renewal-reward), while per submitted job the 4-attempt cap spends more, (1 - (1-p)^4) / p
+    attempts against 1."""
+    mu, gamma, k = 1.0, 0.2, 4
+    q = mu / (mu + gamma)
+    attempt_work = sum(q ** (k - j) for j in range(k, 0, -1)) / (mu + gamma)
+    p = q ** k
+    per = {}
+    for cap in (1, 4):
+        system = S(servers=8, tasks=k, arrival_rate=0.1, failure_rate=gamma, max_attempts=cap, resubmit_delay=0.5)
+        per[cap] = bq.simulate(system, jobs=20_000, replications=4, seed=7).summary()
+    for cap, s in per.items():
+        lo, hi = s["failure_ci"]["work_per_completed"]
+        assert lo <= attempt_work / p <= hi, (cap, s["work_per_completed"], attempt_work / p)
+        expected_submitted = attempt_work * (1 - (1 - p) ** cap) / p
+        lo, hi = s["failure_ci"]["work_per_job"]
+        assert lo <= expected_submitted <= hi, (cap, s["work_per_job"], expected_submitted)
+    assert per[4]["work_per_job"] > 1.5 * per[1]["work_per_job"]
+
+
 def test_the_command_line_reports_failures_and_refuses_bad_options():
     import json
     import subprocess

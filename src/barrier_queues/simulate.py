@@ -329,8 +329,11 @@ class SimulationResult:
         return out
 
     def _failure_summary(self, level: float, utilization: float) -> dict:
-        """With failures: ``aborted_share``, ``mean_attempts`` per job and ``goodput`` (the work of the tasks of
-        successful attempts per unit of task time spent, useful / work), over every job of every replication
+        """With failures: ``aborted_share``, ``mean_attempts`` per job, ``goodput`` (the work of the tasks of
+        successful attempts per unit of task time spent, useful / work), ``work_per_job`` (task time spent per
+        submitted job, failed attempts included) and ``work_per_completed`` (task time spent per completed job:
+        all the work over the jobs that completed; by renewal-reward ``E[work of an attempt] / p`` whatever the
+        attempt cap, as the goodput is), over every job of every replication
         (no warm-up: a job's attempts do not depend on the queue), with t intervals over replications, but
         for the aborted share a Wilson interval over all jobs (each job aborts or not independently of the
         others; with rare aborts a t interval over a few replications misses); the waiting, execution and
@@ -339,15 +342,23 @@ class SimulationResult:
         jobs = sum(f["jobs"] for f in per)
         values = {"aborted_share": [f["aborted"] / f["jobs"] for f in per],
                   "mean_attempts": [f["attempts"] / f["jobs"] for f in per],
-                  "goodput": [f["useful"] / f["work"] if f["work"] > 0 else float("nan") for f in per]}
+                  "goodput": [f["useful"] / f["work"] if f["work"] > 0 else float("nan") for f in per],
+                  "work_per_job": [f["work"] / f["jobs"] for f in per],
+                  "work_per_completed": [f["work"] / (f["jobs"] - f["aborted"]) if f["jobs"] > f["aborted"]
+                                         else float("nan") for f in per]}
+        completed = sum(f["jobs"] - f["aborted"] for f in per)
         out = {"aborted_share": sum(f["aborted"] for f in per) / jobs,
                "mean_attempts": sum(f["attempts"] for f in per) / jobs,
                "goodput": sum(f["useful"] for f in per) / max(sum(f["work"] for f in per), 1e-300),
+               "work_per_job": sum(f["work"] for f in per) / jobs,
+               "work_per_completed": sum(f["work"] for f in per) / completed if completed else None,
                "aborted_jobs": int(sum(f["aborted"] for f in per)), "failure_jobs": int(jobs),
                "failure_ci": {"level": level, "method": "t interval over replications (every job, no warm-up)"}}
-        ranges = {"aborted_share": (0.0, 1.0), "mean_attempts": (1.0, math.inf), "goodput": (0.0, 1.0)}
+        ranges = {"aborted_share": (0.0, 1.0), "mean_attempts": (1.0, math.inf), "goodput": (0.0, 1.0),
+                  "work_per_job": (0.0, math.inf), "work_per_completed": (0.0, math.inf)}
         for name, v in values.items():
-            out["failure_ci"][name] = within(t_interval(v, level), *ranges[name]) if len(v) >= 2 else None
+            finite = len(v) >= 2 and all(math.isfinite(x) for x in v)
+            out["failure_ci"][name] = within(t_interval(v, level), *ranges[name]) if finite else None
         out["failure_ci"]["aborted_share"] = wilson_interval(out["aborted_jobs"], int(jobs), level)
         out["failure_ci"]["method"] = ("t interval over replications (every job, no warm-up); aborted share: "
                                        "Wilson score interval over every job")

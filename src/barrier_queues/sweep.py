@@ -60,6 +60,7 @@ import itertools
 import json
 import math
 import os
+import re
 import sys
 import time
 from dataclasses import fields, replace
@@ -186,7 +187,7 @@ def point_row(index: int, point: dict, system: BarrierSystem, summary: dict) -> 
             row[f"{m}_q{q}_ci_low"], row[f"{m}_q{q}_ci_high"] = _plain(qlo), _plain(qhi)
     row["lambda_max"] = _plain(summary["stability"]["lambda_max"])
     if "aborted_share" in summary:                      # failures: aborts, attempts and goodput with intervals
-        for key in ("aborted_share", "mean_attempts", "goodput"):
+        for key in ("aborted_share", "mean_attempts", "goodput", "work_per_job", "work_per_completed"):
             row[key] = _plain(summary[key])
             lo, hi = summary["failure_ci"][key] or (None, None)
             row[f"{key}_ci_low"], row[f"{key}_ci_high"] = _plain(lo), _plain(hi)
@@ -296,6 +297,44 @@ def point_seed(entropy: int, point: dict) -> np.random.SeedSequence:
     return np.random.SeedSequence(entropy, spawn_key=(key >> 32, key & 0xFFFFFFFF))
 
 
+_EMPIRICAL_FILE = re.compile(r"empirical:(?:[^,\"']*,)*file=([^,\"']+)")
+
+
+def input_digests(point: dict) -> dict:
+    """The files a point reads, each with the SHA-256 of its content: its workload file (a path given as
+    ``workload``) and every empirical task-law file (``empirical:file=PATH``) named in the point or in that
+    workload file. A point's key holds the files' *names*; a resumed sweep compares these digests so that a
+    file edited since is never served from the cache (:func:`_finished` refuses the rerun, naming the file)."""
+    import hashlib
+
+    names: list[str] = []
+
+    def visit(value, key=None):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                visit(v, k)
+        elif isinstance(value, list | tuple):
+            for v in value:
+                visit(v)
+        elif isinstance(value, str):
+            if key == "workload":
+                names.append(value)
+                try:
+                    names.extend(_EMPIRICAL_FILE.findall(Path(value).read_text(errors="replace")))
+                except OSError:
+                    pass                                   # a missing file is refused when the point is built
+            names.extend(_EMPIRICAL_FILE.findall(value))
+
+    visit(point)
+    out = {}
+    for name in dict.fromkeys(n.strip() for n in names):
+        try:
+            out[name] = hashlib.sha256(Path(name).read_bytes()).hexdigest()
+        except OSError:
+            continue
+    return out
+
+
 def _point_path(folder: Path, key: str, suffix: str = ".json") -> Path:
     return folder / "points" / f"{key}{suffix}"
 
@@ -314,8 +353,8 @@ def _write_point(folder: Path, index: int, point: dict, row: dict, first_round: 
     path = _point_path(folder, key)
     stored = {k: v for k, v in row.items() if k != "point"}          # its place in a grid is not the point's
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"key": key, "params": point, "row": stored, "first_round": first_round},
-                              allow_nan=False) + "\n")
+    tmp.write_text(json.dumps({"key": key, "params": point, "row": stored, "first_round": first_round,
+                               "inputs": input_digests(point)}, allow_nan=False) + "\n")
     os.replace(tmp, path)
 
 
@@ -437,6 +476,19 @@ def _write_manifest(folder: Path, manifest: dict) -> None:
     os.replace(tmp, folder / "manifest.json")
 
 
+def _check_inputs(folder: Path, point: dict, stored: dict | None) -> None:
+    """Refuse to resume a point whose input files changed since it was computed (its cached row and
+    replications describe the old content)."""
+    now = input_digests(point)
+    if stored is None:
+        stored = {}
+    for name in sorted(set(now) | set(stored)):
+        if stored.get(name) != now.get(name):
+            raise ParameterError(f"--out {str(folder)!r}: its points were computed from {name!r}, whose content "
+                                 "has changed since (or was not recorded); sweep into a new folder, or remove "
+                                 "this one to compute it again")
+
+
 def _finished(folder: Path | None, grid: list[dict], replications: int | None) -> tuple[dict, dict]:
     """The grid's points already in the folder (by key), as rows numbered by their place in this grid, and the
     points to grow, by place: their stored replications' file, when the first run of those had at most
@@ -450,12 +502,15 @@ def _finished(folder: Path | None, grid: list[dict], replications: int | None) -
         key = point_key(point)
         path = _point_path(folder, key)
         try:
-            row = json.loads(path.read_text())["row"]
+            stored = json.loads(path.read_text())
+            row = stored["row"]
         except FileNotFoundError:
             row = None
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, TypeError):
             path.unlink(missing_ok=True)           # a torn file: the point is computed again
             row = None
+        if row is not None:
+            _check_inputs(folder, point, stored.get("inputs"))
         if row is not None and (replications is None or row.get("replications") == replications):
             rows[i] = {"point": i, **row}          # None: run to a precision
         elif replications is not None:
