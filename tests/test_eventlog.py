@@ -8,6 +8,8 @@ import zstandard
 
 from barrier_queues.eventlog import EventLogError, blocking_overhead, parse_event_log, read_events
 
+ROOT = Path(__file__).resolve().parents[1]
+
 RUN = Path(__file__).parent / "data" / "spark-run-s2-k2"
 REAL = next((RUN / "eventlog").glob("*.zstd"))
 
@@ -203,3 +205,39 @@ def test_missing_or_mistyped_fields_name_the_line(tmp_path):
     bad.write_text("\n".join(lines[:i] + [json.dumps(event)] + lines[i + 1:]) + "\n")
     with pytest.raises(EventLogError, match=rf"line {i + 1}: field 'Launch Time' must be a number"):
         parse_event_log(bad)
+
+
+def test_spark_analyze_reports_failed_jobs_apart_and_leaves_them_out_of_the_means(tmp_path):
+    """On the project's own failure run (s = 8, k = 4, barrier ResultStage, gamma = 0.15) 56 of 103 jobs end in
+    JobFailed: they were once counted as completed (jobs 103, a mean over all, no warning). They are reported
+    under 'failed' with their result and message, and the means are those of the JobSucceeded jobs; a log whose
+    jobs all fail has no means; a Job Result given as a bare string is read, not a traceback."""
+    import json
+    import subprocess
+    import sys
+
+    run = ROOT / "data" / "spark-failures" / "s8-k4-result-g0.15" / "eventlog"
+    log = next(run.iterdir())
+    cmd = [sys.executable, "-m", "barrier_queues.cli", "spark-analyze", str(log), "--json"]
+    doc = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    jobs = parse_event_log(log).jobs
+    ok = jobs[jobs.result == "JobSucceeded"]
+    assert doc["submitted_jobs"] == len(jobs) == 103 and doc["failed_jobs"] == 56 and doc["jobs"] == len(ok) == 47
+    assert doc["mean_sojourn"] == pytest.approx(float(ok.sojourn.mean()), rel=1e-12)
+    assert {f["result"] for f in doc["failed"]} == {"JobFailed"} and len(doc["failed"]) == 56
+    assert all("barrier" in f["message"] for f in doc["failed"])
+    assert any("56 of 103 jobs failed" in w for w in doc["warnings"])
+
+    lines = [json.loads(line) for line in _synthetic(tmp_path / "ok", [(0, 0.0, [("0", 0.1, 1.0)]),
+                                                                       (1, 2.0, [("0", 2.1, 3.0)])]).read_text()
+             .splitlines()]
+    for e in lines:
+        if e["Event"] == "SparkListenerJobEnd":
+            e["Job Result"] = "JobFailed"
+    (tmp_path / "failed").write_text("\n".join(json.dumps(e) for e in lines) + "\n")
+    out = subprocess.run(cmd[:4] + [str(tmp_path / "failed"), "--json"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["jobs"] == 0 and doc["failed_jobs"] == 2 and doc["mean_waiting"] is None
+    text = subprocess.run(cmd[:4] + [str(tmp_path / "failed")], capture_output=True, text=True)
+    assert text.returncode == 0 and "no job completed" in text.stdout

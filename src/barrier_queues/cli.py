@@ -525,6 +525,8 @@ def _print_sweep(out: dict) -> None:
 
 
 def _spark_analyze(args) -> dict:
+    import pandas as pd
+
     from .eventlog import blocking_overhead, parse_event_log
     from .outputs import check_new_file
     from .spark_analysis import overhead_tests
@@ -539,17 +541,36 @@ def _spark_analyze(args) -> dict:
         raise ParameterError(f"--skip-jobs must be below the number of jobs, {len(jobs)} (got {args.skip_jobs})")
     jobs = jobs.iloc[args.skip_jobs:]
     span = jobs.submission.iloc[-1] - jobs.submission.iloc[0]
-    rate = args.arrival_rate or ((len(jobs) - 1) / span if span > 0 else None)
+    rate = args.arrival_rate or ((len(jobs) - 1) / span if span > 0 else None)      # every submitted job arrives
+    warnings = list(tables.warnings)
+    attempts = (tables.tasks.groupby("job_id").stage_attempt.max() + 1) if len(tables.tasks) else pd.Series(dtype=int)
+    failed_mask = jobs.result.notna() & (jobs.result != "JobSucceeded")
+    unknown = int(jobs.result.isna().sum())
+    if unknown:
+        warnings.append(f"{unknown} job(s) without a Job Result: counted as completed")
+    failed, jobs = jobs[failed_mask], jobs[~failed_mask]
+    if len(failed):
+        kinds = ", ".join(sorted(set(failed.result)))
+        warnings.append(f"{len(failed)} of {len(failed) + len(jobs)} jobs failed ({kinds}): reported under "
+                        "'failed', left out of every mean, quantile and overhead test")
+    resubmitted = jobs.job_id.map(attempts).fillna(1).gt(1)
     samples = blocking_overhead(tables)
     samples = samples[samples.job_id.isin(jobs.job_id)]
+    done = len(jobs) > 0
     out = {"event_log": str(args.event_log), "spark_version": tables.app.get("spark_version"),
-           "jobs": int(len(jobs)), "tasks": int(tables.tasks.job_id.isin(jobs.job_id).sum()),
-           "arrival_rate": rate, "mean_waiting": float(jobs.waiting.mean()),
-           "mean_sojourn": float(jobs.sojourn.mean()), "mean_execution": float(jobs.execution.mean()),
-           "quantiles": {m: {str(q): float(jobs[m].quantile(q)) for q in (0.5, 0.9, 0.99)}
+           "jobs": int(len(jobs)), "submitted_jobs": int(len(jobs) + len(failed)), "failed_jobs": int(len(failed)),
+           "resubmitted_jobs": int(resubmitted.sum()),
+           "tasks": int(tables.tasks.job_id.isin(jobs.job_id).sum()),
+           "arrival_rate": rate, "mean_waiting": float(jobs.waiting.mean()) if done else None,
+           "mean_sojourn": float(jobs.sojourn.mean()) if done else None,
+           "mean_execution": float(jobs.execution.mean()) if done else None,
+           "quantiles": {m: {str(q): float(jobs[m].quantile(q)) if done else None for q in (0.5, 0.9, 0.99)}
                          for m in ("waiting", "sojourn")},
+           "failed": [{"job_id": int(j.job_id), "result": j.result, "stage_attempts": int(attempts.get(j.job_id, 1)),
+                       "submission": float(j.submission), "completion": float(j.completion), "message": j.message}
+                      for j in failed.itertuples()],
            "overhead_samples": [float(x) for x in samples.overhead], "revive": args.revive,
-           "ks_statistic": None, "ks_pvalue": None, "warnings": tables.warnings}
+           "ks_statistic": None, "ks_pvalue": None, "warnings": warnings}
     if len(samples) >= 2 and rate:
         tests = overhead_tests(samples.overhead, args.revive, rate, bootstrap=args.bootstrap)
         out.update(ks_statistic=tests["model"]["ks_statistic"], ks_pvalue=tests["model"]["ks_pvalue"],
@@ -614,8 +635,14 @@ def _print_spark(out: dict) -> None:
     for w in out.get("warnings") or []:
         print(f"warning           {w}")
     rate = f"{out['arrival_rate']:.4g}/s" if out["arrival_rate"] else "unknown"
-    print(f"jobs              {out['jobs']} ({out['tasks']} tasks), arrival rate {rate}")
-    print(f"mean waiting      {out['mean_waiting']:.4f} s;  mean sojourn {out['mean_sojourn']:.4f} s")
+    print(f"jobs              {out['jobs']} completed ({out['tasks']} tasks) of {out['submitted_jobs']} submitted, "
+          f"{out['failed_jobs']} failed, {out['resubmitted_jobs']} completed after a resubmission; "
+          f"arrival rate {rate}")
+    if out["mean_waiting"] is None:
+        print("mean waiting      not defined: no job completed")
+    else:
+        print(f"mean waiting      {out['mean_waiting']:.4f} s;  mean sojourn {out['mean_sojourn']:.4f} s "
+              "(completed jobs)")
     n = len(out["overhead_samples"])
     if n:
         print(f"blocking overhead {n} samples, mean {sum(out['overhead_samples']) / n:.4f} s")

@@ -291,6 +291,22 @@ def _task_table(log: dict, sec) -> tuple[pd.DataFrame, dict]:
     return pd.DataFrame(rows), bad_jobs
 
 
+def _job_result(result) -> str | None:
+    """A job's ``Job Result``: Spark writes ``{"Result": "JobSucceeded"}`` or ``{"Result": "JobFailed",
+    "Exception": {...}}``; a bare string is read as the result itself; None when absent."""
+    if isinstance(result, dict):
+        value = result.get("Result")
+        return value if isinstance(value, str) else None
+    return result if isinstance(result, str) else None
+
+
+def _job_message(result) -> str | None:
+    """The first line (at most 200 characters) of a failed job's exception message, else None."""
+    exc = result.get("Exception") if isinstance(result, dict) else None
+    message = exc.get("Message") if isinstance(exc, dict) else None
+    return message.strip().splitlines()[0][:200] if isinstance(message, str) and message.strip() else None
+
+
 def _job_table(log: dict, tasks: pd.DataFrame, sec, key_property: str, bad_jobs: dict) -> pd.DataFrame:
     """One row per job: submission, first and last launch, completion, waiting, execution, sojourn."""
     job_start, job_end, job_where = log["job_start"], log["job_end"], log["job_where"]
@@ -315,7 +331,8 @@ def _job_table(log: dict, tasks: pd.DataFrame, sec, key_property: str, bad_jobs:
                          "first_launch": first, "last_launch": float(t.launch.max()) if len(t) else first,
                          "last_finish": float(t.finish.max()) if len(t) else first,
                          "completion": completion,
-                         "result": (end.get("Job Result") or {}).get("Result"),
+                         "result": _job_result(end.get("Job Result")),
+                         "message": _job_message(end.get("Job Result")),
                          "waiting": first - submission, "execution": completion - first,
                          "sojourn": completion - submission})
     return pd.DataFrame(job_rows)
