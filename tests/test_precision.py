@@ -52,11 +52,29 @@ def test_an_absolute_target_counts_too():
 
 def test_near_the_limit_the_budget_stops_the_run_and_says_so():
     system = bq.at_utilization(S(servers=8, tasks=4), 0.99 * bq.stability_limit(8, 4).rho_max)
-    res = bq.simulate(system, jobs=10_000, precision=0.001, budget=300_000, seed=1)
+    res = bq.simulate(system, jobs=10_000, precision=0.02, budget=300_000, seed=1)
     pr = res.summary()["precision"]
     assert not pr["met"] and pr["jobs_used"] <= 300_000 and pr["replications"] == 30
     assert "not met within the budget of 300,000 jobs" in pr["reason"] and "stability limit" in pr["reason"]
-    assert max(pr["reached"].values()) > 0.001
+    assert max(pr["reached"].values()) > 0.02
+
+
+def test_a_hopeless_target_stops_after_the_first_round_and_says_why():
+    """A target whose projected need passes 100 times the budget (1e-300 once raised OverflowError; a tight
+    relative target near the stability limit ran to the budget in silence) stops after round 1, not met, with
+    the projection in the reason; the same through the command line (exit 0, strict JSON)."""
+    system = bq.at_utilization(S(servers=8, tasks=2), 0.5)
+    for target, budget in ((1e-300, None), (0.001, 300_000)):
+        near = system if target < 1e-100 else bq.at_utilization(S(servers=8, tasks=4),
+                                                                0.99 * bq.stability_limit(8, 4).rho_max)
+        pr = bq.simulate(near, jobs=10_000, precision=target, budget=budget, seed=1).summary()["precision"]
+        assert not pr["met"] and pr["rounds"] == 1 and pr["replications"] == 10
+        assert "stopped after round 1" in pr["reason"] and "more than 100 times the budget" in pr["reason"]
+    out = subprocess.run([sys.executable, "-m", "barrier_queues.cli", "simulate", "-s", "8", "-k", "2",
+                          "--utilization", "0.5", "--jobs", "5000", "--precision", "1e-300", "--seed", "1", "--json"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert json.loads(out.stdout)["precision"]["met"] is False
 
 
 @pytest.mark.parametrize("kwargs, fragment", [

@@ -274,7 +274,7 @@ def _with_workload(kw: dict, utilization, need_rate: bool) -> dict:
 
     doc = read_workload(kw["workload"])
     kw = dict(kw, workload=doc["classes"])
-    for key in ("servers", "scheduling"):
+    for key in ("servers", "scheduling", "arrival"):
         if key in doc and key not in kw:
             kw[key] = doc[key]
     if "arrival_rate" in doc and "arrival_rate" not in kw and utilization is None and need_rate:

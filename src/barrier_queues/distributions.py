@@ -396,7 +396,11 @@ def parse_task_distribution(spec: str) -> TaskDistribution:
             raise ParameterError(f"task_dist 'empirical' needs file=PATH; valid specs: {_SPEC_HELP}")
         path = Path(kwargs.pop("file"))
         if not path.is_file():
-            raise ParameterError(f"task_dist empirical file must exist (got {str(path)!r})")
+            where = "" if path.is_absolute() else f", looked up from the working directory {str(Path.cwd())!r}"
+            what = ("is a directory" if path.is_dir() else "is not a regular file (a FIFO or device)"
+                    if path.exists() else "does not exist")
+            raise ParameterError(f"task_dist empirical file {str(path)!r} {what}{where}; it must be a regular "
+                                 "text file of task times")
         try:
             text = path.read_text().replace(",", "\n").split()
         except UnicodeDecodeError:

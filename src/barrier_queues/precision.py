@@ -22,7 +22,10 @@ Modeling and Analysis*, 5th ed., 2015, Sect. 9.4.1):
    round would pass it, the replications that still fit are run and the
    run stops, reporting the precision reached and ``met: false`` (near the
    stability limit the variance grows without bound and this is the answer,
-   not a loop).
+   not a loop). A run whose projected need (``R (h / target)^2`` replications
+   of ``jobs``) passes ``HOPELESS`` (100) times the budget stops at once with
+   the same report: a relative target on a mean near 0, or an absurdly small
+   target, would otherwise spend the whole budget without a word.
 
 :func:`barrier_queues.simulate` with ``precision`` (or
 :func:`~barrier_queues.simulate.simulate_to_precision`) returns an ordinary
@@ -53,6 +56,9 @@ MIN_FIRST_ROUND = 10
 DEFAULT_BUDGET = 100_000_000
 #: the most replications a run to a precision may reach (their statistics stay in memory)
 MAX_REPLICATIONS = 100_000
+#: a run stops at once, target not met, when the jobs it projects to need pass this many times its budget
+#: (a relative target on a mean near 0, or a target of 1e-300, would otherwise spend the whole budget in silence)
+HOPELESS = 100
 
 
 def replication_streams(seed, low: int, high: int) -> list:
@@ -120,6 +126,7 @@ def run_to_precision(system, precision: float | None, absolute_precision: float 
     kept = reps[0].stats.warmup                                 # the pilot warm-up, fixed from now on
     relative = precision / (1 + precision) if precision is not None else None
     rounds = 1
+    hopeless = None
     while True:
         widths = half_widths([r.stats for r in reps], level)
         targets = {m: max(relative * abs(mean) if relative is not None else 0.0, absolute or 0.0)
@@ -129,7 +136,11 @@ def run_to_precision(system, precision: float | None, absolute_precision: float 
         if ratio <= 1 or len(reps) >= most:
             break
         total = len(reps)
-        wanted = math.ceil(total * ratio**2) if math.isfinite(ratio) else 2 * total
+        projected = total * min(ratio, 1e100) ** 2 * jobs          # jobs the t interval's 1/sqrt(R) law asks for
+        if projected > HOPELESS * budget:
+            hopeless = projected
+            break
+        wanted = math.ceil(total * ratio**2)
         nxt = min(max(wanted, total + 1), 2 * total, most)
         tasks = [Task(system, jobs, s, False, kept, False, None, total + i)
                  for i, s in enumerate(replication_streams(seed, total, nxt))]
@@ -149,7 +160,13 @@ def run_to_precision(system, precision: float | None, absolute_precision: float 
                  "2015, Sect. 9.4.1) or h <= the absolute target; warm-up by MSER-5 on the first round, kept "
                  "for later rounds; at most the budget of jobs"),
     }
-    if not met:
+    if not met and hopeless is not None:
+        worst = max(reached, key=lambda m: reached[m])
+        info["reason"] = (f"stopped after round {rounds}: the worst mean ({worst}) is known to {reached[worst]:.2%}, "
+                          f"and reaching the target would need about {hopeless:.3g} jobs, more than {HOPELESS} times "
+                          f"the budget of {budget:,} (a relative target on a mean near 0 needs an absolute one, "
+                          "--precision-abs)")
+    elif not met:
         worst = max(reached, key=lambda m: reached[m])
         info["reason"] = (
             f"the target was not met within the budget of {budget:,} jobs"

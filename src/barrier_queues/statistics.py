@@ -617,10 +617,10 @@ class RunAccumulator:
         self.previous_start = np.nan
         # per class: sums of the metrics and counts by segment, histograms as for all jobs
         self.class_sums = np.zeros((self.classes, self.nsegments, len(METRICS) + 1)) if self.classes > 1 else None
-        self.class_hist = ([[{m: LogHistogram(floor, alpha) for m in METRICS} for _ in range(self.kept)]
-                            for _ in range(self.classes)] if self.classes > 1 else None)
-        self.class_tail = ([{m: LogHistogram(floor, alpha) for m in METRICS} for _ in range(self.classes)]
-                           if self.classes > 1 else None)
+        # made when a class first has a job in a segment (10,000 classes x 51 segments x 3 metrics made up front
+        # took minutes): (class, segment) -> histograms, and class -> the tail's
+        self.class_hist = {} if self.classes > 1 else None
+        self.class_tail = {} if self.classes > 1 else None
         # the queue of every class (one group: all jobs, when classes are not kept apart): how many jobs that
         # arrived earlier are still waiting to start at the arrival of each segment's first job, and at the
         # last arrival; ``pending`` holds the start times (and classes) of the jobs that may still count
@@ -635,7 +635,11 @@ class RunAccumulator:
         """The histograms of segment ``sg`` (of class ``c``): its own while it is kept, else the tail's."""
         if c is None:
             return self.hist[sg] if sg < self.kept else self.tail
-        return self.class_hist[c][sg] if sg < self.kept else self.class_tail[c]
+        table, key = (self.class_hist, (c, sg)) if sg < self.kept else (self.class_tail, c)
+        found = table.get(key)
+        if found is None:
+            found = table[key] = {m: LogHistogram(self.floor, self.alpha) for m in METRICS}
+        return found
 
     def _add_classes(self, seg, pieces: list, cls: np.ndarray, values: dict, bins: dict, cols: np.ndarray,
                      bin_rows: np.ndarray | None) -> None:
@@ -889,16 +893,21 @@ def _queue_stats(p: RunPartial, g: int) -> dict:
 
 def _class_stats(p: RunPartial, g: int) -> list[dict]:
     """Per class, after the warm-up of all jobs (segment ``g`` on): jobs, metric sums and histograms."""
-    sums, hists, tails = p.classes
+    sums, hists, tails = p.classes                      # histograms only where a class had a job
+    template = p.segment_hists[0] if p.segment_hists else p.tail_hist
+    by_class: dict[int, list] = {}
+    for (c, sg), h in hists.items():
+        if sg >= g:
+            by_class.setdefault(c, []).append(h)
+    for c, h in tails.items():
+        by_class.setdefault(c, []).append(h)
     out = []
     for c in range(sums.shape[0]):
         post = sums[c, g:].sum(axis=0)
-        hist = {m: LogHistogram(tails[c][m].floor, tails[c][m].alpha) for m in METRICS}
-        for h in hists[c][g:]:
+        hist = {m: LogHistogram(template[m].floor, template[m].alpha) for m in METRICS}
+        for h in by_class.get(c, []):
             for m in METRICS:
                 hist[m].merge(h[m])
-        for m in METRICS:
-            hist[m].merge(tails[c][m])
         out.append({"jobs": int(post[-1]), "sums": {m: float(post[i]) for i, m in enumerate(METRICS)},
                     "histograms": hist})
     return out

@@ -103,34 +103,106 @@ def parse_workload(classes, servers: int) -> tuple[JobClass, ...]:
     return tuple(JobClass(c.share / total, c.tasks, c.barrier, c.task_dist, c.shared, c.name) for c in out)
 
 
-def _mjqm(doc: dict) -> dict:
-    """MJQM's TOML input as our workload description (classes of barrier jobs with a shared time)."""
+#: keys of our workload files (top level); anything else is refused (a misspelt key is never ignored)
+FILE_KEYS = ("classes", "servers", "arrival_rate", "arrival", "scheduling", "name", "description")
+#: keys of MJQM's input files that this reader honours (top level, and in each [[class]])
+MJQM_KEYS = {"identifier", "cores", "policy", "arrival", "service", "class"}
+MJQM_CLASS_KEYS = {"cores", "arrival", "service", "name"}
+MJQM_ARRIVALS = {"exponential": "poisson", "deterministic": "deterministic"}
+
+
+def _no_duplicates(pairs):
+    """``json.loads`` hook: a key given twice in one object is refused (JSON would keep the last silently)."""
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise ParameterError(f"key {key!r} is given twice in one table")
+        out[key] = value
+    return out
+
+
+def _number(value, where: str, *, positive: bool = True) -> float:
+    """A finite number (> 0 when ``positive``) from a file; strings, booleans, inf and nan are refused."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or (
+            positive and value <= 0):
+        raise ParameterError(f"{where} must be a finite number{' > 0' if positive else ''} (got {value!r})")
+    return float(value)
+
+
+def _table(value, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise ParameterError(f"{where} must be a table (got {value!r})")
+    return value
+
+
+def _mjqm(doc: dict, source: str) -> dict:
+    """MJQM's TOML input as our workload description (classes of barrier jobs with a shared time); every key
+    it holds is honoured or refused."""
     from .distributions import parse_task_distribution
 
+    unknown = sorted(set(doc) - MJQM_KEYS)
+    if unknown:
+        raise ParameterError(f"--workload {source}: MJQM key(s) {unknown} are not read here (read: "
+                             f"{', '.join(sorted(MJQM_KEYS))})")
+    top_service = _table(doc.get("service", {}), f"--workload {source}: service")
+    top_arrival = _table(doc.get("arrival", {}), f"--workload {source}: arrival")
+    for table, name, allowed in ((top_service, "service", {"distribution", "mean"}),
+                                 (top_arrival, "arrival", {"distribution", "rate"})):
+        extra = sorted(set(table) - allowed)
+        if extra:
+            raise ParameterError(f"--workload {source}: MJQM {name} key(s) {extra} are not read here (read: "
+                                 f"{', '.join(sorted(allowed))})")
+
     def law(table: dict, where: str):
-        service = table.get("service", {})
-        name = service.get("distribution", doc.get("service", {}).get("distribution", "exponential"))
-        if "mean" not in service:
-            raise ParameterError(f"MJQM {where} must give service.mean")
-        mean = float(service["mean"])
+        service = _table(table.get("service", {}), f"--workload {source}: {where} service")
+        extra = sorted(set(service) - {"distribution", "mean"})
+        if extra:
+            raise ParameterError(f"--workload {source}: {where} service key(s) {extra} are not read here "
+                                 "(read: distribution, mean)")
+        name = service.get("distribution", top_service.get("distribution", "exponential"))
+        if "mean" not in service and "mean" not in top_service:
+            raise ParameterError(f"--workload {source}: {where} must give service.mean")
+        mean = _number(service.get("mean", top_service.get("mean")), f"--workload {source}: {where} service.mean")
         if name == "exponential":
             return parse_task_distribution(f"exponential:rate={1 / mean!r}")
         if name == "deterministic":
             return parse_task_distribution(f"deterministic:value={mean!r}")
-        raise ParameterError(f"MJQM {where} service.distribution must be exponential or deterministic here "
-                             f"(got {name!r})")
+        raise ParameterError(f"--workload {source}: {where} service.distribution must be exponential or "
+                             f"deterministic here (got {name!r})")
 
-    classes = [{"share": c.get("arrival", {}).get("prob"), "tasks": c.get("cores"), "barrier": True,
-                "shared": True, "task_dist": law(c, f"class {i}"), "name": f"{c.get('cores')} cores"}
-               for i, c in enumerate(doc["class"])]
+    entries = doc["class"]
+    if not entries:
+        raise ParameterError(f"--workload {source}: MJQM [[class]] must hold at least one class")
+    classes = []
+    for i, c in enumerate(entries):
+        c = _table(c, f"--workload {source}: MJQM [[class]] entry {i}")
+        extra = sorted(set(c) - MJQM_CLASS_KEYS)
+        if extra:
+            raise ParameterError(f"--workload {source}: class {i} key(s) {extra} are not read here (read: "
+                                 f"{', '.join(sorted(MJQM_CLASS_KEYS))})")
+        arrival = _table(c.get("arrival", {}), f"--workload {source}: class {i} arrival")
+        if set(arrival) != {"prob"}:
+            raise ParameterError(f"--workload {source}: class {i} must give arrival.prob and nothing else in "
+                                 f"arrival (got {sorted(arrival)})")
+        classes.append({"share": _number(arrival["prob"], f"--workload {source}: class {i} arrival.prob",
+                                         positive=False),
+                        "tasks": c.get("cores"), "barrier": True, "shared": True,
+                        "task_dist": law(c, f"class {i}"), "name": str(c.get("name", f"{c.get('cores')} cores"))})
     out = {"classes": classes}
     if "cores" in doc:
         out["servers"] = doc["cores"]
-    rate = doc.get("arrival", {}).get("rate")
-    if isinstance(rate, int | float):
-        out["arrival_rate"] = float(rate)
-    policy = doc.get("policy")
-    if isinstance(policy, str):
+    if "rate" in top_arrival:
+        out["arrival_rate"] = _number(top_arrival["rate"], f"--workload {source}: arrival.rate")
+    distribution = top_arrival.get("distribution", "exponential")
+    if distribution not in MJQM_ARRIVALS:
+        raise ParameterError(f"--workload {source}: arrival.distribution must be one of "
+                             f"{', '.join(MJQM_ARRIVALS)} here (got {distribution!r})")
+    out["arrival"] = MJQM_ARRIVALS[distribution]
+    if "policy" in doc:
+        policy = doc["policy"]
+        if not isinstance(policy, str):
+            raise ParameterError(f"--workload {source}: policy must be a string, one of "
+                                 f"{', '.join(repr(p) for p in MJQM_POLICIES)} (got {policy!r})")
         out["mjqm_policy"] = policy
         if policy in MJQM_POLICIES:
             out["scheduling"] = MJQM_POLICIES[policy]
@@ -139,36 +211,70 @@ def _mjqm(doc: dict) -> dict:
 
 def read_workload(path) -> dict:
     """A workload file (JSON, TOML, or MJQM's TOML) as ``{"classes": [...], "servers"?, "arrival_rate"?,
-    "scheduling"?}``; the classes are not validated yet (that needs the servers)."""
+    "arrival"?, "scheduling"?}``; the classes are not validated yet (that needs the servers). Keys are
+    checked at every level: unknown and duplicated keys are refused, as are files that are not regular
+    files (a FIFO would block the reader)."""
+    import os
+    import stat
     import tomllib
 
     p = Path(path)
+    source = repr(str(p))
+    try:
+        mode = os.stat(p).st_mode
+    except OSError as exc:
+        raise ParameterError(f"--workload must be a readable file (got {source}: {exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+        raise ParameterError(f"--workload must be a regular file (got {source}: {kind})")
     try:
         raw = p.read_bytes()
     except OSError as exc:
-        raise ParameterError(f"--workload must be a readable file (got {str(p)!r}: {exc.strerror})") from None
+        raise ParameterError(f"--workload must be a readable file (got {source}: {exc.strerror})") from None
     if len(raw) > 50_000_000:
         raise ParameterError(f"--workload must be at most 50 MB (got {len(raw):,} bytes)")
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8").removeprefix("\ufeff")           # a byte-order mark is not content
     except UnicodeDecodeError:
         raise ParameterError(f"--workload must be a UTF-8 text file (JSON or TOML; got binary data in "
-                             f"{str(p)!r})") from None
+                             f"{source})") from None
+    is_json = p.suffix.lower() == ".json" or text.lstrip().startswith(("{", "["))
     try:
-        doc = json.loads(text) if p.suffix.lower() == ".json" or text.lstrip().startswith("{") else tomllib.loads(text)
+        doc = json.loads(text, object_pairs_hook=_no_duplicates) if is_json else tomllib.loads(text)
+    except ParameterError as exc:
+        raise ParameterError(f"--workload {source}: {exc}") from None
+    except RecursionError:
+        raise ParameterError(f"--workload {source} is nested too deeply to be a workload file") from None
     except (ValueError, tomllib.TOMLDecodeError) as exc:
-        raise ParameterError(f"--workload {str(p)!r} is not valid JSON or TOML: {exc}") from None
+        raise ParameterError(f"--workload {source} is not valid {'JSON' if is_json else 'TOML'}: {exc}") from None
     if not isinstance(doc, dict):
-        raise ParameterError(f"--workload {str(p)!r} must hold a table with classes (got {type(doc).__name__})")
-    if "class" in doc and isinstance(doc["class"], list):
-        return _mjqm(doc)
+        raise ParameterError(f"--workload {source} must hold a table with classes (got {type(doc).__name__})")
+    if "class" in doc:
+        if not isinstance(doc["class"], list):
+            raise ParameterError(f"--workload {source}: MJQM [[class]] must be a list of tables "
+                                 f"(got {doc['class']!r})")
+        return _mjqm(doc, source)
     if "classes" not in doc:
-        raise ParameterError(f"--workload {str(p)!r} must have 'classes' (ours) or '[[class]]' tables (MJQM)")
-    out = {"classes": doc["classes"]}
-    for key in ("servers", "arrival_rate", "scheduling"):
+        raise ParameterError(f"--workload {source} must have 'classes' (ours) or '[[class]]' tables (MJQM)")
+    unknown = sorted(set(doc) - set(FILE_KEYS))
+    if unknown:
+        raise ParameterError(f"--workload {source} has unknown key(s) {unknown} (valid: {', '.join(FILE_KEYS)})")
+    classes = doc["classes"]
+    if not isinstance(classes, list) or not classes:
+        raise ParameterError(f"--workload {source}: classes must be a non-empty list of class tables "
+                             f"(got {json.dumps(classes)[:60]})")
+    for i, c in enumerate(classes):
+        for j in range(i):
+            if c == classes[j]:
+                raise ParameterError(f"--workload {source}: classes {j} and {i} are identical; give one class "
+                                     "with their summed share (or names that tell them apart)")
+    out = {"classes": classes}
+    if "arrival_rate" in doc:
+        out["arrival_rate"] = _number(doc["arrival_rate"], f"--workload {source}: arrival_rate")
+    for key in ("servers", "scheduling", "arrival"):
         if key in doc:
             out[key] = doc[key]
     return out
 
 
-__all__ = ["JobClass", "MJQM_POLICIES", "parse_workload", "read_workload"]
+__all__ = ["FILE_KEYS", "JobClass", "MJQM_POLICIES", "parse_workload", "read_workload"]

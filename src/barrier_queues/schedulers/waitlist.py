@@ -668,7 +668,9 @@ def _validate(system, set_) -> None:
     if system.scheduling == "server-filling":
         if system.barriers != 2 or system.barrier_fraction < 1:
             raise ParameterError(f"scheduling 'server-filling' needs barrier jobs with 2 barriers (got barriers = "
-                                 f"{system.barriers}, barrier_fraction = {system.barrier_fraction:g})")
+                                 f"{system.barriers}, barrier_fraction = {system.barrier_fraction:g}): give "
+                                 "--barriers 2 (barriers=2); jobs with a shared time, as MJQM's are, behave the "
+                                 "same under 1 and 2 barriers")
         bad = [int(k) for k in system.ks if k & (k - 1) or system.servers % k]
         if bad:
             raise ParameterError(f"scheduling 'server-filling' needs every k a power of two dividing servers = "
