@@ -4,6 +4,10 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 JB_FLAGS ?= --warningiserror --keep-going
+# the real workload logs (Parallel Workloads Archive) that the trace-replay tests and chapter read; they are not
+# in the repository (see README: where to download them); a test or figure that needs a missing log is skipped
+TRACES ?= $(abspath $(CURDIR)/../shared/traces)
+export BARRIER_QUEUES_TRACES ?= $(TRACES)
 
 .PHONY: install book book-full test test-quick lint notebooks bench browser clean
 

@@ -107,6 +107,10 @@ include "schedulers/sampling.pxi"
 include "schedulers/waitlist.pxi"
 
 # --------------------------------------------------------------------------------------------------
+# trace replay of rigid jobs (barrier_queues.replay)
+include "_replay.pxi"
+
+# --------------------------------------------------------------------------------------------------
 # the streaming statistics of each chunk (barrier_queues.statistics)
 include "_statistics.pxi"
 

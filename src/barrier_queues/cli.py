@@ -24,6 +24,10 @@ spark-bench
 spark-analyze
     Summarise a Spark event log: waiting and sojourn times, blocking-overhead
     samples and their KS test against min(U(0,R), Exp(lambda)).
+replay
+    Replay a real workload (an SWF log, a CSV trace or a Spark event log)
+    under fcfs, first-fit, EASY backfill or server-filling: waiting,
+    sojourn and bounded slowdown, overall and per size class.
 
 Every bad input ends in exit status 2 and one line
 ``barrier-queues: error: ...`` naming the parameter and its valid range; no
@@ -57,6 +61,7 @@ COMMAND_HELP = {
     "plan-phases": "how many barrier() phases before the sync cost dominates",
     "spark-bench": "run barrier jobs on a real Spark",
     "spark-analyze": "summarise a Spark event log",
+    "replay": "replay a workload log (SWF, CSV, Spark event log) under a discipline",
 }
 
 
@@ -815,9 +820,89 @@ def _add_spark_analyze(sub) -> None:
     sa.add_argument("--json", action="store_true")
     sa.set_defaults(run=_spark_analyze, show=_print_spark)
 
+def _replay(args) -> dict:
+    from .outputs import check_new_file
+    from .replay import replay
+    from .traces import read_trace
+
+    if args.force and not args.jobs_out:
+        raise ParameterError("--force must come with --jobs-out (got --force alone): nothing else is written")
+    if args.jobs_out:
+        check_new_file("--jobs-out", args.jobs_out, force=args.force, inputs=[args.trace])
+    edges = None
+    if args.size_classes:
+        try:
+            edges = [int(x) for x in args.size_classes.split(",")]
+        except ValueError:
+            raise ParameterError(f"--size-classes must be comma-separated integers >= 1, the lower bounds of k "
+                                 f"(got {args.size_classes!r})") from None
+    trace = read_trace(args.trace, width=args.width)
+    result = replay(trace, servers=args.servers, scheduling=args.scheduling, estimates=args.estimates,
+                    load_scale=args.load_scale)
+    out = result.summary(tau=args.bsld_tau, trim=args.trim, size_edges=edges)
+    if args.jobs_out:
+        result.jobs[["job_id", "submit", "start", "end", "tasks"]].to_csv(args.jobs_out, index=False,
+                                                                         float_format="%.17g")
+        out["jobs_out"] = args.jobs_out
+    return out
+
+
+def _print_replay(out: dict) -> None:
+    tr = out["trace"]
+    skipped = ", ".join(f"{n} {reason}" for reason, n in tr["skipped"].items()) or "none"
+    print(f"trace             {tr['source']} ({tr['format']}): {tr['replayed']} jobs replayed; skipped: {skipped}")
+    for note in tr["notes"]:
+        print(f"note              {note}")
+    print(f"setting           {out['servers']} workers, {out['scheduling']}, estimates {out['estimates']}, "
+          f"load scale {out['load_scale']:g}; {out['trimming']}")
+    if out["mean_waiting"] is None:
+        print("metrics           no job measured")
+        return
+    print(f"waiting           mean {out['mean_waiting']:.6g}, max {out['max_waiting']:.6g}")
+    print(f"sojourn           mean {out['mean_sojourn']:.6g}")
+    print(f"bounded slowdown  mean {out['mean_bounded_slowdown']:.6g}, max {out['max_bounded_slowdown']:.6g} "
+          f"(tau {out['bsld_tau']:g})")
+    util = "not defined" if out["utilization"] is None else f"{out['utilization']:.4f}"
+    print(f"utilization       {util}; makespan {out['makespan']:.6g}")
+    print(f"{'size class':<12}{'jobs':>8}{'mean wait':>14}{'max wait':>14}{'mean bsld':>12}{'max bsld':>12}")
+    for c in out["classes"]:
+        print(f"{c['class']:<12}{c['jobs']:>8}{c['mean_waiting']:>14.6g}{c['max_waiting']:>14.6g}"
+              f"{c['mean_bounded_slowdown']:>12.4g}{c['max_bounded_slowdown']:>12.4g}")
+    if out.get("jobs_out"):
+        print(f"jobs written to   {out['jobs_out']}")
+
+
+def _add_replay(sub) -> None:
+    rp = sub.add_parser("replay", help=COMMAND_HELP["replay"],
+                        description="Replay a workload log under a scheduling discipline: an SWF log of the "
+                                    "Parallel Workloads Archive (plain or gzip), a CSV trace, or a Spark event log.")
+    rp.add_argument("trace", help="SWF file (.swf or .swf.gz), CSV trace, or Spark event log (file or folder)")
+    rp.add_argument("--scheduling", choices=("fcfs", "first-fit", "backfill", "server-filling"), default="fcfs",
+                    help="discipline (default fcfs; backfill is EASY)")
+    rp.add_argument("--servers", type=_int("servers", 1, 10**7), default=None,
+                    help="workers (default: the log's MaxProcs)")
+    rp.add_argument("--estimates", choices=("exact", "requested"), default="exact",
+                    help="EASY's runtime predictions: the true runtimes (default) or the requested times")
+    rp.add_argument("--width", choices=("requested", "allocated"), default="requested",
+                    help="SWF job width: field 8 (requested processors) first, else field 5 (default), or the "
+                         "other way round")
+    rp.add_argument("--load-scale", type=_float("load-scale", 1e-3, 1e3), default=1.0,
+                    help="compress submissions by this factor (2: twice the load; default 1)")
+    rp.add_argument("--bsld-tau", type=_float("bsld-tau", 0, 1e9, open_low=True), default=10.0,
+                    help="bounded slowdown's threshold in the trace's time unit (default 10 s)")
+    rp.add_argument("--trim", action="store_true",
+                    help="leave out the first 1%% of the jobs and those ending after the last submission")
+    rp.add_argument("--size-classes", default=None,
+                    help="lower bounds of k of the size classes, e.g. 1,2,4,16 (default 1, 2, 4, 8, ...)")
+    rp.add_argument("--jobs-out", default=None, help="write one row per job (job_id, submit, start, end, tasks)")
+    rp.add_argument("--force", action="store_true", help="overwrite --jobs-out if it exists")
+    rp.add_argument("--json", action="store_true")
+    rp.set_defaults(run=_replay, show=_print_replay)
+
+
 _COMMANDS = {"stability": _add_stability, "simulate": _add_simulate, "sweep": _add_sweep, "bound": _add_bound,
              "plan": _add_plan, "plan-phases": _add_plan_phases, "spark-bench": _add_spark_bench,
-             "spark-analyze": _add_spark_analyze}
+             "spark-analyze": _add_spark_analyze, "replay": _add_replay}
 
 
 def build_parser(argv=None) -> argparse.ArgumentParser:

@@ -1,0 +1,224 @@
+"""Trace replay: a real workload under any discipline, with the field's metrics (Appendix B, section 6).
+
+:func:`replay` runs fcfs, Spark's first-fit, EASY backfill or server-filling (the disciplines of
+:mod:`barrier_queues.schedulers`, section 4) on the jobs of a :class:`~barrier_queues.traces.Trace` instead
+of drawn ones: one sample path, no randomness, no replications. At one instant every release and every
+submission (in file order) is applied first, then one scheduling pass.
+
+* **Rigid traces** (one shared runtime per job: SWF logs) run in the compiled kernel ``replay_rigid``
+  (``_replay.pxi``; plain-Python reference :func:`barrier_queues.replay_reference.replay_rigid`, equal bit
+  for bit). EASY's prediction ``p`` of a job's runtime is its true runtime (``estimates="exact"``:
+  clairvoyant EASY) or its estimate (``"requested"``: SWF field 9); a job always runs its true runtime.
+* **Traces with per-task times** (Spark event logs) run through the simulator's own scheduler on the trace's
+  jobs (:func:`barrier_queues.runs.run_inputs`, 1 barrier: each task frees its worker when it ends), so a
+  replay of a simulated run's own jobs gives that run's starts; estimates are the true times.
+
+What-if options: ``servers`` (more or fewer workers; jobs wider than the cluster are skipped and counted) and
+``load_scale`` (submissions compressed by that factor: ``submit' = t0 + (submit - t0) / load_scale``).
+
+Metrics (:func:`trace_metrics`, overall and per size class of ``k``): waiting ``w`` = start - submit,
+sojourn = end - submit, **bounded slowdown** ``max(1, (w + r) / max(r, tau))`` with runtime ``r`` (a job's
+execution: start to end) and ``tau`` = 10 s, their means and maxima; utilization ``sum(work) / (s (last end -
+first submit))`` with ``work`` = ``k r`` for a rigid job, the sum of its task times otherwise; makespan =
+last end - first submit. ``trim=True`` (Tsafrir, Etsion & Feitelson, IEEE TPDS 2007) leaves out the first
+1 % of the jobs and those ending after the last submission.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ._validation import ParameterError, check_choice, check_int, check_positive
+from .traces import Trace
+
+DISCIPLINES = ("fcfs", "first-fit", "backfill", "server-filling")
+_CODES = {"fcfs": 0, "first-fit": 1, "backfill": 2, "server-filling": 3}
+ESTIMATES = ("exact", "requested")
+#: bounded slowdown's threshold, in the trace's time unit (seconds for SWF logs)
+BSLD_TAU = 10.0
+#: share of the first jobs that trimming leaves out (Tsafrir, Etsion & Feitelson 2007)
+TRIM_SHARE = 0.01
+
+
+@dataclass
+class ReplayResult:
+    """A replay's jobs (``job_id``, ``submit``, ``start``, ``end``, ``tasks``, ``runtime``, ``work``) and what
+    produced them."""
+
+    jobs: pd.DataFrame
+    servers: int
+    scheduling: str
+    estimates: str
+    load_scale: float
+    trace: dict
+
+    def metrics(self, tau: float = BSLD_TAU, trim: bool = False, size_edges=None) -> dict:
+        """The field's metrics (:func:`trace_metrics`)."""
+        return trace_metrics(self.jobs, self.servers, tau=tau, trim=trim, size_edges=size_edges)
+
+    def summary(self, tau: float = BSLD_TAU, trim: bool = False, size_edges=None) -> dict:
+        """Everything a report needs, JSON-ready: the setting, the trace and the metrics."""
+        return {"servers": self.servers, "scheduling": self.scheduling, "estimates": self.estimates,
+                "load_scale": self.load_scale, "trace": self.trace,
+                **self.metrics(tau=tau, trim=trim, size_edges=size_edges)}
+
+
+def _selected(trace: Trace, servers: int, load_scale: float) -> tuple[pd.DataFrame, np.ndarray, dict]:
+    """The trace's jobs that fit on ``servers`` workers (the others counted), submissions scaled."""
+    jobs = trace.jobs
+    wide = jobs.tasks.to_numpy() > servers
+    skipped = dict(trace.skipped)
+    if wide.any():
+        skipped[f"wider than the cluster (k > {servers})"] = skipped.get(
+            f"wider than the cluster (k > {servers})", 0) + int(wide.sum())
+    keep = np.flatnonzero(~wide)
+    if keep.size == 0:
+        raise ParameterError(f"servers must be at least the width of some job of the trace (got {servers}; the "
+                             f"narrowest job needs {int(jobs.tasks.min())})")
+    chosen = jobs.iloc[keep].reset_index(drop=True)
+    if load_scale != 1.0:
+        t0 = float(chosen.submit.iat[0])
+        chosen = chosen.assign(submit=t0 + (chosen.submit.to_numpy() - t0) / load_scale)
+    return chosen, keep, skipped
+
+
+def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", estimates: str = "exact",
+           load_scale: float = 1.0) -> ReplayResult:
+    """Replay ``trace`` on ``servers`` workers (default: the log's own machine size) under ``scheduling``."""
+    if not isinstance(trace, Trace):
+        raise ParameterError(f"trace must be a Trace (barrier_queues.traces.read_trace; got {type(trace).__name__})")
+    check_choice("scheduling", scheduling, DISCIPLINES)
+    check_choice("estimates", estimates, ESTIMATES)
+    load_scale = check_positive("load_scale", load_scale)
+    if servers is None:
+        if trace.servers is None:
+            raise ParameterError("servers must be given: the trace does not say how many workers its machine had")
+        servers = trace.servers
+    servers = check_int("servers", servers, low=1, high=10**7, high_name="10,000,000")
+    jobs, keep, skipped = _selected(trace, servers, load_scale)
+    if trace.rigid:
+        start = _rigid(jobs, servers, scheduling, estimates)
+        runtime = jobs.runtime.to_numpy()
+        end, work = start + runtime, jobs.tasks.to_numpy() * runtime
+    else:
+        start, end, work = _per_task(trace, jobs, keep, servers, scheduling, estimates)
+        runtime = end - start
+    table = pd.DataFrame({"job_id": jobs.job_id.to_numpy(), "submit": jobs.submit.to_numpy(), "start": start,
+                          "end": end, "tasks": jobs.tasks.to_numpy(), "runtime": runtime, "work": work})
+    described = {**trace.describe(), "skipped": skipped, "replayed": int(len(table))}
+    return ReplayResult(table, servers, scheduling, estimates, load_scale, described)
+
+
+def _rigid(jobs: pd.DataFrame, servers: int, scheduling: str, estimates: str) -> np.ndarray:
+    from .kernels import kernels_module
+
+    k = jobs.tasks.to_numpy(dtype=np.int64)
+    runtime = np.ascontiguousarray(jobs.runtime.to_numpy(dtype=float))
+    if scheduling == "server-filling":
+        _check_server_filling(k, servers)
+    pred = runtime
+    if estimates == "requested":
+        est = jobs.estimate.to_numpy(dtype=float)
+        if np.isnan(est).any():
+            raise ParameterError(f"estimates must be 'exact' for this trace (got 'requested'): "
+                                 f"{int(np.isnan(est).sum())} of its jobs have no requested time")
+        pred = np.ascontiguousarray(np.maximum(est, runtime))
+    start = np.empty(len(jobs))
+    kernels_module().replay_rigid(np.ascontiguousarray(jobs.submit.to_numpy(dtype=float)), k, runtime, pred,
+                                  servers, _CODES[scheduling], start)
+    return start
+
+
+def _check_server_filling(k: np.ndarray, servers: int) -> None:
+    bad = np.unique(k[((k & (k - 1)) != 0) | (servers % k != 0)])
+    if bad.size:
+        raise ParameterError(f"scheduling 'server-filling' needs every k a power of two dividing servers = "
+                             f"{servers} (got k = {bad[:5].tolist()}{' ...' if bad.size > 5 else ''})")
+
+
+def _per_task(trace: Trace, jobs: pd.DataFrame, keep: np.ndarray, servers: int, scheduling: str,
+              estimates: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Jobs with their own task times, through the simulator's scheduler (1 barrier)."""
+    from .runs import run_inputs
+    from .system import BarrierSystem
+
+    if estimates != "exact":
+        raise ParameterError("estimates must be 'exact' for a trace with per-task times (got 'requested'): it "
+                             "holds no requested times")
+    k = jobs.tasks.to_numpy(dtype=np.int64)
+    times = np.concatenate([trace.task_times[o:o + n] for o, n in zip(trace.task_offsets[keep], k, strict=True)])
+    offsets = np.concatenate([[0], np.cumsum(k)[:-1]]).astype(np.int64)
+    values, counts = np.unique(k, return_counts=True)
+    barrier = jobs.barrier.to_numpy(dtype=bool)
+    span = float(jobs.submit.iat[-1] - jobs.submit.iat[0])
+    system = BarrierSystem(servers=servers, tasks_pmf={int(v): c / len(k) for v, c in zip(values, counts,
+                                                                                         strict=True)},
+                           barrier_fraction=float(barrier.mean()), scheduling=scheduling,
+                           arrival_rate=(len(k) - 1) / span if span > 0 else 1.0)
+    out = run_inputs(system, {"arrival": jobs.submit.to_numpy(dtype=float), "tasks": k, "barrier": barrier,
+                              "times": times, "offsets": offsets})
+    work = np.add.reduceat(times, offsets) if len(times) else np.zeros(len(k))
+    # a job's start is that of its last task (the paper's waiting time: until the last task starts)
+    return np.asarray(out["start"], dtype=float), np.asarray(out["departure"], dtype=float), work
+
+
+def size_classes(tasks: np.ndarray, servers: int, edges=None) -> tuple[np.ndarray, list[str]]:
+    """Each job's size class: ``edges`` (ascending lower bounds of k; default 1, 2, 4, 8, ... up to s) and the
+    labels (``k = 1``, ``k 2-3``, ...)."""
+    if edges is None:
+        edges = [1] + [2 ** i for i in range(1, max(1, int(math.log2(servers))) + 1) if 2 ** i <= servers]
+    edges = sorted({int(e) for e in edges})
+    if not edges or edges[0] < 1:
+        raise ParameterError(f"size_edges must be integers >= 1 (got {edges})")
+    labels = []
+    for i, lo in enumerate(edges):
+        hi = edges[i + 1] - 1 if i + 1 < len(edges) else None
+        labels.append(f"k = {lo}" if hi == lo else f"k {lo}-{hi}" if hi is not None else f"k >= {lo}")
+    return np.searchsorted(edges, tasks, side="right") - 1, labels
+
+
+def _block(w, sojourn, bsld, n_all: int) -> dict:
+    n = len(w)
+    if n == 0:
+        return {"jobs": 0, "share": 0.0, "mean_waiting": None, "max_waiting": None, "mean_sojourn": None,
+                "mean_bounded_slowdown": None, "max_bounded_slowdown": None}
+    return {"jobs": int(n), "share": n / n_all, "mean_waiting": float(w.mean()), "max_waiting": float(w.max()),
+            "mean_sojourn": float(sojourn.mean()), "mean_bounded_slowdown": float(bsld.mean()),
+            "max_bounded_slowdown": float(bsld.max())}
+
+
+def trace_metrics(jobs: pd.DataFrame, servers: int, tau: float = BSLD_TAU, trim: bool = False,
+                  size_edges=None) -> dict:
+    """The metrics of the module docstring, overall and per size class, JSON-ready."""
+    tau = check_positive("tau", tau)
+    submit, start, end = (jobs[c].to_numpy(dtype=float) for c in ("submit", "start", "end"))
+    runtime, work, tasks = jobs.runtime.to_numpy(dtype=float), jobs.work.to_numpy(dtype=float), jobs.tasks.to_numpy()
+    span = float(end.max() - submit.min())
+    measured = np.ones(len(jobs), dtype=bool)
+    if trim:
+        measured[:math.ceil(TRIM_SHARE * len(jobs))] = False
+        measured &= end <= submit.max()
+    w = start - submit
+    sojourn = end - submit
+    bsld = np.maximum(1.0, (w + runtime) / np.maximum(runtime, tau))
+    cls, labels = size_classes(tasks, servers, size_edges)
+    m = measured
+    out = {"jobs": int(len(jobs)), "measured_jobs": int(m.sum()),
+           "trimming": ("first 1 % of the jobs and those ending after the last submission left out (Tsafrir, "
+                        "Etsion & Feitelson 2007)") if trim else "none: every job", "bsld_tau": tau,
+           **_block(w[m], sojourn[m], bsld[m], int(m.sum())),
+           "utilization": float(work.sum() / (servers * span)) if span > 0 else None, "makespan": span,
+           "classes": []}
+    out.pop("share")
+    for c, label in enumerate(labels):
+        sel = m & (cls == c)
+        if sel.any():
+            out["classes"].append({"class": label, **_block(w[sel], sojourn[sel], bsld[sel], int(m.sum()))})
+    return out
+
+
+__all__ = ["BSLD_TAU", "DISCIPLINES", "ESTIMATES", "ReplayResult", "replay", "size_classes", "trace_metrics"]

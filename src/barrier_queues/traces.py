@@ -1,0 +1,349 @@
+"""Workload logs as traces: a production log (SWF), a CSV table or a Spark event log, read as jobs.
+
+A **trace** (:class:`Trace`) is a table of jobs: submit time, ``k``, either one shared runtime (a rigid job
+holding its ``k`` workers for that time: the Standard Workload Format's jobs) or per-task times (a Spark
+job's measured tasks), barrier or not, and optionally a runtime estimate (Appendix B, section 6).
+:func:`barrier_queues.replay.replay` runs a discipline on it.
+
+Readers (:func:`read_trace` picks one by content):
+
+* **SWF** (Parallel Workloads Archive; plain or gzip): submit = field 2; ``k`` = field 8 (requested
+  processors) when positive, else field 5 (allocated) (``width="allocated"``: field 5 first), the rule of
+  the simulator behind the published backfilling results; runtime = field 4; estimate = field 9 (requested
+  time), raised to the runtime where smaller; ``s`` = the header's ``MaxProcs``. Jobs with runtime <= 0,
+  ``k`` <= 0, ``k > s`` or submit < 0 are skipped and counted by reason (the archive's "strong filter"
+  removes exactly these).
+* **CSV** with a header: ``submit``, ``tasks``, ``runtime`` (or ``task_times``: task times separated by
+  ``;``), optional ``job_id``, ``barrier`` (default true) and ``estimate``.
+* **Spark event log** (any format :func:`barrier_queues.eventlog.parse_event_log` reads): each job
+  submitted at its ``SparkListenerJobStart``; the launch-to-finish times of its successful tasks (of its
+  last stage attempt) are its task times; a barrier stage (its RDD info) makes a barrier job. Failed jobs and
+  jobs of more than one stage are skipped and counted.
+
+A malformed line or value is one :class:`ParameterError` naming the file and the line (or CSV row).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ._validation import ParameterError, check_choice
+
+#: which SWF field gives a job's width first: 8 (requested processors) or 5 (allocated)
+WIDTHS = ("requested", "allocated")
+SWF_FIELDS = 18
+
+
+@dataclass
+class Trace:
+    """A workload log as jobs. ``jobs``: ``job_id`` (the log's own), ``submit``, ``tasks``, ``runtime`` (the
+    shared time of a rigid job; NaN with per-task times), ``barrier``, ``estimate`` (NaN: none), in
+    submission order (ties in file order). ``task_times``/``task_offsets``: per-task times of non-rigid jobs
+    (None for a rigid trace). ``servers``: the log's own machine size (SWF ``MaxProcs``), if it says.
+    ``skipped``: jobs left out, by reason; ``notes``: what was done to the jobs kept."""
+
+    jobs: pd.DataFrame
+    source: str
+    format: str
+    servers: int | None = None
+    task_times: np.ndarray | None = None
+    task_offsets: np.ndarray | None = None
+    skipped: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    @property
+    def rigid(self) -> bool:
+        return self.task_times is None
+
+    def describe(self) -> dict:
+        return {"source": self.source, "format": self.format, "jobs": int(len(self.jobs)),
+                "servers": self.servers, "rigid": self.rigid, "skipped": dict(self.skipped),
+                "notes": list(self.notes)}
+
+
+def _open_bytes(path: Path, what: str) -> bytes:
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise ParameterError(f"{what} must be a readable file (got {str(path)!r}: {exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        raise ParameterError(f"{what} must be a regular file (got {str(path)!r}: "
+                             f"{'a directory' if stat.S_ISDIR(mode) else 'not a regular file'})")
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise ParameterError(f"{what} {str(path)!r} is a damaged gzip file: {exc}") from None
+    return raw
+
+
+def _swf_header(text: str) -> dict:
+    out = {}
+    for line in text.splitlines():
+        if not line.startswith(";"):
+            if line.strip():
+                break
+            continue
+        m = re.match(r";\s*(\w+):\s*(.*)", line)
+        if m:
+            out.setdefault(m.group(1), m.group(2).strip())
+    return out
+
+
+def _swf_rows(text: str, source: str) -> np.ndarray:
+    """The job lines as an (n, 18) array (numpy's C reader); a malformed line is one error naming it."""
+    try:
+        with np.errstate(all="ignore"):
+            data = np.loadtxt(io.StringIO(text), comments=";", dtype=float, ndmin=2)
+        if data.shape[1] == SWF_FIELDS and data.shape[0] > 0 and np.isfinite(data).all():
+            return data
+    except ValueError:
+        pass
+    return _swf_diagnose(text, source)
+
+
+def _swf_diagnose(text: str, source: str) -> np.ndarray:
+    """The slow path of :func:`_swf_rows`: line by line, to name the first bad line."""
+    numbers, lines = [], []
+    for i, line in enumerate(text.splitlines(), start=1):
+        body = line.split(";", 1)[0].strip()
+        if not body:
+            continue
+        parts = body.split()
+        if len(parts) != SWF_FIELDS:
+            raise ParameterError(f"trace {source} line {i}: an SWF job line has {SWF_FIELDS} fields (got "
+                                 f"{len(parts)})")
+        lines.append(i)
+        numbers.append(parts)
+    if not numbers:
+        raise ParameterError(f"trace {source} has no job lines")
+    try:
+        data = np.array(numbers, dtype=float)
+    except ValueError:
+        for i, parts in zip(lines, numbers, strict=True):
+            try:
+                [float(x) for x in parts]
+            except ValueError:
+                bad = next(x for x in parts if not _is_float(x))
+                raise ParameterError(f"trace {source} line {i}: field {parts.index(bad) + 1} must be a number "
+                                     f"(got {bad!r})") from None
+        raise
+    if not np.isfinite(data).all():
+        r, c = np.argwhere(~np.isfinite(data))[0]
+        raise ParameterError(f"trace {source} line {lines[r]}: field {c + 1} must be a finite number")
+    return data
+
+
+def _is_float(x: str) -> bool:
+    try:
+        float(x)
+        return True
+    except ValueError:
+        return False
+
+
+def read_swf(path, width: str = "requested", servers: int | None = None) -> Trace:
+    """A Standard Workload Format log (see the module docstring for the mapping and the skips)."""
+    check_choice("width", width, WIDTHS)
+    p = Path(path)
+    text = _open_bytes(p, "trace").decode("utf-8", errors="replace")
+    source = repr(str(p))
+    header = _swf_header(text)
+    data = _swf_rows(text, source)
+    if servers is None and "MaxProcs" in header:
+        try:
+            servers = int(header["MaxProcs"].split()[0])
+        except ValueError:
+            raise ParameterError(f"trace {source}: header MaxProcs must be an integer (got "
+                                 f"{header['MaxProcs']!r})") from None
+    first, other = (7, 4) if width == "requested" else (4, 7)
+    k = np.where(data[:, first] > 0, data[:, first], data[:, other])
+    if (k != np.floor(k)).any():
+        raise ParameterError(f"trace {source}: processors must be whole numbers (job "
+                             f"{data[np.flatnonzero(k != np.floor(k))[0], 0]:g} has {k[k != np.floor(k)][0]:g})")
+    runtime, submit, requested = data[:, 3], data[:, 1], data[:, 8]
+    reasons = {"runtime <= 0": runtime <= 0, "processors <= 0": k <= 0, "submit < 0": submit < 0}
+    if servers is not None:
+        reasons[f"wider than the machine (k > {servers})"] = k > servers
+    keep, skipped = _skips(reasons, len(k))
+    notes = [f"k from field {first + 1} (requested processors) when positive, else field {other + 1}"]
+    estimate = np.where(requested > 0, np.maximum(requested, runtime), np.nan)
+    raised = int(((requested > 0) & (requested < runtime) & keep).sum())
+    missing = int(((requested <= 0) & keep).sum())
+    if raised:
+        notes.append(f"{raised} requested times below the runtime raised to it")
+    if missing:
+        notes.append(f"{missing} jobs without a requested time (field 9 <= 0)")
+    jobs = pd.DataFrame({"job_id": data[keep, 0].astype(np.int64), "submit": submit[keep],
+                         "tasks": k[keep].astype(np.int64), "runtime": runtime[keep], "barrier": True,
+                         "estimate": estimate[keep]})
+    return Trace(_in_order(jobs), str(p), "swf", servers, skipped=skipped, notes=notes)
+
+
+def _skips(reasons: dict, n: int) -> tuple[np.ndarray, dict]:
+    """Jobs kept, and the count skipped for each reason (a job counts under its first reason)."""
+    keep = np.ones(n, dtype=bool)
+    skipped = {}
+    for reason, bad in reasons.items():
+        hit = keep & bad
+        if hit.any():
+            skipped[reason] = int(hit.sum())
+        keep &= ~bad
+    return keep, skipped
+
+
+def _in_order(jobs: pd.DataFrame) -> pd.DataFrame:
+    """Jobs in submission order, ties in file order (a stable sort)."""
+    return jobs.iloc[np.argsort(jobs.submit.to_numpy(), kind="stable")].reset_index(drop=True)
+
+
+def read_trace_csv(path) -> Trace:
+    """A CSV trace (see the module docstring); bad values are one error naming the row."""
+    p = Path(path)
+    source = repr(str(p))
+    try:
+        table = pd.read_csv(io.BytesIO(_open_bytes(p, "trace")))
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise ParameterError(f"trace {source} is not a valid CSV: {exc}") from None
+    need = {"submit", "tasks"}
+    if not need <= set(table.columns) or not ({"runtime", "task_times"} & set(table.columns)):
+        raise ParameterError(f"trace {source} must have columns submit, tasks and runtime or task_times (got "
+                             f"{list(table.columns)})")
+    unknown = sorted(set(table.columns) - {"job_id", "submit", "tasks", "runtime", "task_times", "barrier",
+                                           "estimate"})
+    if unknown:
+        raise ParameterError(f"trace {source} has unknown columns {unknown}")
+    n = len(table)
+    if n == 0:
+        raise ParameterError(f"trace {source} has no jobs")
+    submit = _column(table, "submit", source, low=0.0)
+    tasks = _column(table, "tasks", source, low=1.0)
+    if (tasks != np.floor(tasks)).any():
+        raise ParameterError(f"trace {source} row {int(np.flatnonzero(tasks != np.floor(tasks))[0]) + 2}: tasks "
+                             "must be a whole number")
+    jobs = pd.DataFrame({"job_id": table["job_id"] if "job_id" in table else np.arange(n), "submit": submit,
+                         "tasks": tasks.astype(np.int64)})
+    jobs["barrier"] = _flags(table["barrier"], source) if "barrier" in table else True
+    jobs["estimate"] = _column(table, "estimate", source, low=0.0, strict=True) if "estimate" in table \
+        else np.nan
+    if "task_times" not in table:
+        jobs["runtime"] = _column(table, "runtime", source, low=0.0, strict=True)
+        if not jobs.barrier.all():
+            raise ParameterError(f"trace {source}: a job with one runtime holds its workers together; plain jobs "
+                                 "(barrier false) need task_times")
+        jobs["estimate"] = np.maximum(jobs.estimate, jobs.runtime)
+        return Trace(_in_order(jobs), str(p), "csv")
+    times, offsets = _task_times(table, jobs.tasks.to_numpy(), source)
+    jobs["runtime"] = np.nan
+    order = np.argsort(jobs.submit.to_numpy(), kind="stable")
+    sizes = jobs.tasks.to_numpy()[order]
+    new_offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    new_times = np.concatenate([times[offsets[j]:offsets[j] + jobs.tasks.iat[j]] for j in order])
+    return Trace(jobs.iloc[order].reset_index(drop=True), str(p), "csv", task_times=new_times,
+                 task_offsets=new_offsets)
+
+
+def _column(table: pd.DataFrame, name: str, source: str, low: float, strict: bool = False) -> np.ndarray:
+    values = pd.to_numeric(table[name], errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(values) | (values <= low if strict else values < low)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise ParameterError(f"trace {source} row {row + 2}: {name} must be a finite number "
+                             f"{'>' if strict else '>='} {low:g} (got {table[name].iat[row]!r})")
+    return values
+
+
+def _flags(column: pd.Series, source: str) -> np.ndarray:
+    text = column.astype(str).str.strip().str.lower()
+    ok = text.isin(["true", "false", "1", "0"])
+    if not ok.all():
+        row = int(np.flatnonzero(~ok.to_numpy())[0])
+        raise ParameterError(f"trace {source} row {row + 2}: barrier must be true or false (got "
+                             f"{column.iat[row]!r})")
+    return text.isin(["true", "1"]).to_numpy()
+
+
+def _task_times(table: pd.DataFrame, tasks: np.ndarray, source: str) -> tuple[np.ndarray, np.ndarray]:
+    out, offsets, total = [], [], 0
+    for row, (text, k) in enumerate(zip(table["task_times"].astype(str), tasks, strict=True)):
+        try:
+            values = [float(x) for x in text.split(";")]
+        except ValueError:
+            raise ParameterError(f"trace {source} row {row + 2}: task_times must be numbers separated by ';' "
+                                 f"(got {text!r})") from None
+        if len(values) != k or not all(math.isfinite(v) and v > 0 for v in values):
+            raise ParameterError(f"trace {source} row {row + 2}: task_times must be {k} finite times > 0 (got "
+                                 f"{text!r})")
+        offsets.append(total)
+        out += values
+        total += k
+    return np.array(out), np.array(offsets, dtype=np.int64)
+
+
+def trace_from_event_log(path) -> Trace:
+    """A Spark event log as a trace: each single-stage job with its successful tasks' measured times."""
+    from .eventlog import parse_event_log
+
+    tables = parse_event_log(path)
+    jobs, tasks = tables.jobs.sort_values(["submission", "job_id"]), tables.tasks
+    ok = tasks[~tasks.failed & ~tasks.killed]
+    stages = tasks.groupby("job_id").stage_id.nunique()
+    reasons = {"failed in the log": (jobs.result.notna() & (jobs.result != "JobSucceeded")).to_numpy(),
+               "more than one stage (not replayed)": (jobs.job_id.map(stages).fillna(0) > 1).to_numpy(),
+               "no successful task": ~jobs.job_id.isin(ok.job_id).to_numpy()}
+    keep, skipped = _skips(reasons, len(jobs))
+    kept = jobs[keep]
+    times, offsets, sizes, total = [], [], [], 0
+    for jid in kept.job_id:
+        t = ok[ok.job_id == jid]
+        last = t[t.stage_attempt == t.stage_attempt.max()].sort_values("partition")
+        x = (last.finish - last.launch).to_numpy()
+        times.append(np.maximum(x, 1e-9))
+        offsets.append(total)
+        sizes.append(len(x))
+        total += len(x)
+    t0 = float(kept.submission.min()) if len(kept) else 0.0
+    table = pd.DataFrame({"job_id": kept.job_id.to_numpy(), "submit": kept.submission.to_numpy() - t0,
+                          "tasks": np.array(sizes, dtype=np.int64), "runtime": np.nan,
+                          "barrier": kept.barrier.to_numpy(), "estimate": np.nan})
+    if table.empty:
+        raise ParameterError(f"trace {str(path)!r}: no job of the event log can be replayed ({skipped})")
+    return Trace(table, str(path), "spark-event-log", task_times=np.concatenate(times),
+                 task_offsets=np.array(offsets, dtype=np.int64), skipped=skipped,
+                 notes=["task times: launch to finish of each successful task (Spark's per-task costs included)",
+                        "submit times relative to the first job's submission"])
+
+
+def read_trace(path, width: str = "requested", servers: int | None = None) -> Trace:
+    """Read an SWF log, a CSV trace or a Spark event log, recognised by content."""
+    p = Path(path)
+    if p.is_dir():
+        return trace_from_event_log(p)
+    head = _open_bytes(p, "trace")[:4096].decode("utf-8", errors="replace").lstrip("\ufeff")
+    first = next((line.strip() for line in head.splitlines() if line.strip()), "")
+    if first.startswith("{"):
+        return trace_from_event_log(p)
+    if first.startswith(";") or (first and all(_is_float(x) for x in first.split())):
+        return read_swf(p, width, servers)
+    if "submit" in first and "," in first:
+        return read_trace_csv(p)
+    try:
+        return trace_from_event_log(p)          # a compressed event log (zstd, lz4, snappy)
+    except Exception:                             # noqa: BLE001 - any failure: the format was not recognised
+        raise ParameterError(f"trace {str(p)!r} is not an SWF log, a CSV trace with a submit column or a Spark "
+                             "event log") from None
+
+
+__all__ = ["WIDTHS", "Trace", "read_swf", "read_trace", "read_trace_csv", "trace_from_event_log"]

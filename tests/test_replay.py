@@ -1,0 +1,206 @@
+"""Trace replay: the compiled kernel against its plain reference, the oracles of the model, the readers' checks,
+the command line, and the published numbers of the KTH-SP2 log (when the logs' folder is there)."""
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import barrier_queues as bq
+from barrier_queues.inputs import draw_jobs
+from barrier_queues.kernels import kernels_module
+from barrier_queues.reference import mgc_fifo_starts
+from barrier_queues.replay import DISCIPLINES, replay, trace_metrics
+from barrier_queues.replay_reference import replay_rigid
+from barrier_queues.runs import run_inputs
+from barrier_queues.traces import Trace, read_swf, read_trace, trace_from_event_log
+
+ROOT = Path(__file__).resolve().parents[1]
+#: the folder of the real logs: one setting (make's TRACES, exported as this variable)
+TRACES = Path(os.environ.get("BARRIER_QUEUES_TRACES", "")) if os.environ.get("BARRIER_QUEUES_TRACES") else None
+CODES = {"fcfs": 0, "first-fit": 1, "backfill": 2, "server-filling": 3}
+
+
+def _rigid_trace(submit, k, run, estimate=None, servers=None) -> Trace:
+    n = len(submit)
+    jobs = pd.DataFrame({"job_id": np.arange(1, n + 1), "submit": np.asarray(submit, dtype=float),
+                         "tasks": np.asarray(k, dtype=np.int64), "runtime": np.asarray(run, dtype=float),
+                         "barrier": True,
+                         "estimate": np.asarray(run if estimate is None else estimate, dtype=float)})
+    return Trace(jobs, "test", "test", servers)
+
+
+def _random_jobs(rng, n, s, powers=False):
+    submit = np.sort(np.round(rng.exponential(1.0, n).cumsum() * rng.choice([1.0, 0.3]), 1))
+    k = (2 ** rng.integers(0, int(np.log2(s)) + 1, n) if powers else rng.integers(1, s + 1, n)).astype(np.int64)
+    run = np.round(rng.exponential(2.0, n), 1) + 0.1
+    return submit, k, run, run + np.round(rng.exponential(1.0, n), 1)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_kernel_equals_the_plain_reference_bit_for_bit(seed):
+    """Random rigid traces (ties in submit and end times by rounding to 0.1), every discipline, exact and
+    overestimated predictions: each job's start equal to the reference's."""
+    rng = np.random.default_rng(seed)
+    s = int(rng.choice([1, 2, 4, 8, 5]))
+    submit, k, run, pred = _random_jobs(rng, 400, s, powers=s in (1, 2, 4, 8))
+    for discipline in DISCIPLINES:
+        if discipline == "server-filling" and s not in (1, 2, 4, 8):
+            continue
+        for p in (run, pred):
+            start = np.empty(len(submit))
+            kernels_module().replay_rigid(submit, k, run, p, s, CODES[discipline], start)
+            assert np.array_equal(start, np.array(replay_rigid(submit, k, run, p, s, discipline))), discipline
+
+
+def test_single_task_jobs_are_the_fifo_multiserver_queue_under_every_discipline():
+    """Every k = 1: each discipline is the FIFO G/G/s queue, whose starts the Lindley-type recursion over the
+    s earliest-free workers gives (an independent computation)."""
+    rng = np.random.default_rng(3)
+    submit = np.sort(rng.exponential(0.3, 3000).cumsum())
+    run = rng.exponential(1.0, 3000) + 1e-3
+    expected = np.array(mgc_fifo_starts(submit, run, 4))
+    for discipline in ("fcfs", "first-fit", "backfill", "server-filling"):
+        out = replay(_rigid_trace(submit, np.ones(3000), run), servers=4, scheduling=discipline)
+        assert np.allclose(out.jobs.start, expected, rtol=0, atol=1e-9), discipline
+
+
+def test_jobs_one_at_a_time_never_wait_and_whole_machine_jobs_ignore_the_discipline():
+    rng = np.random.default_rng(4)
+    run = rng.uniform(0.5, 1.0, 200)
+    spaced = np.arange(200) * 2.0
+    for discipline in DISCIPLINES:
+        assert (replay(_rigid_trace(spaced, np.full(200, 4), run), servers=8,
+                       scheduling=discipline).jobs.eval("start - submit") == 0).all()
+    packed = np.sort(rng.exponential(0.2, 200).cumsum())
+    starts = [replay(_rigid_trace(packed, np.full(200, 8), run), servers=8, scheduling=d).jobs.start.to_numpy()
+              for d in ("fcfs", "first-fit", "backfill")]
+    assert np.array_equal(starts[0], starts[1]) and np.array_equal(starts[0], starts[2])
+
+
+def test_a_replay_of_a_simulated_runs_own_jobs_gives_its_starts():
+    """Per-task times (1 barrier, plain and barrier jobs): the trace of a drawn workload replays to the starts
+    the simulator's kernel gives on the same inputs, under every discipline of the waiting list."""
+    for discipline in ("fcfs", "first-fit", "backfill"):
+        system = bq.BarrierSystem(servers=8, tasks_pmf={2: 0.5, 4: 0.5}, barrier_fraction=0.7, arrival_rate=1.2,
+                                  scheduling=discipline)
+        inputs = draw_jobs(system, 2000, np.random.default_rng(5))
+        expected = run_inputs(system, inputs)
+        jobs = pd.DataFrame({"job_id": np.arange(2000), "submit": inputs["arrival"], "tasks": inputs["tasks"],
+                             "runtime": np.nan, "barrier": inputs["barrier"], "estimate": np.nan})
+        trace = Trace(jobs, "drawn", "test", 8, task_times=inputs["times"], task_offsets=inputs["offsets"])
+        out = replay(trace, scheduling=discipline)
+        assert np.array_equal(out.jobs.start.to_numpy(), np.asarray(expected["start"]))
+        assert np.array_equal(out.jobs.end.to_numpy(), np.asarray(expected["departure"]))
+
+
+def test_bounded_slowdown_utilization_and_trimming_by_hand():
+    """Three jobs on 2 workers, fcfs: starts 0, 10, 12; bounded slowdown max(1, (w + r) / max(r, 10))."""
+    out = replay(_rigid_trace([0.0, 1.0, 2.0], [2, 1, 1], [10.0, 2.0, 30.0]), servers=2)
+    assert out.jobs.start.tolist() == [0.0, 10.0, 10.0]
+    m = out.metrics()
+    assert m["mean_bounded_slowdown"] == pytest.approx((1.0 + (9 + 2) / 10 + (8 + 30) / 30) / 3)
+    assert m["max_waiting"] == 9.0 and m["makespan"] == 40.0
+    assert m["utilization"] == pytest.approx((20 + 2 + 30) / (2 * 40))
+    trimmed = trace_metrics(out.jobs, 2, trim=True)
+    assert trimmed["measured_jobs"] == 0 and trimmed["mean_waiting"] is None   # job 1 trimmed, the others end late
+    assert [c["class"] for c in m["classes"]] == ["k = 1", "k >= 2"]
+
+
+SWF = """; Version: 2.2
+; MaxProcs: 8
+    1        0    2   100    4   -1   -1    4   200   -1  1  1  1  -1 -1 -1 -1 -1
+    2       10    0    50   -1   -1   -1    2    40   -1  1  1  1  -1 -1 -1 -1 -1
+    3       10    0     0    2   -1   -1    2    40   -1  1  1  1  -1 -1 -1 -1 -1
+    4       20    0    30   16   -1   -1   16    40   -1  1  1  1  -1 -1 -1 -1 -1
+    5       -5    0    30    1   -1   -1    1    40   -1  1  1  1  -1 -1 -1 -1 -1
+    6       30    0    30    3   -1   -1   -1    40   -1  1  1  1  -1 -1 -1 -1 -1
+"""
+
+
+def test_the_swf_reader_maps_fields_and_counts_every_skipped_job(tmp_path):
+    path = tmp_path / "t.swf.gz"
+    path.write_bytes(gzip.compress(SWF.encode()))
+    trace = read_trace(path)
+    assert trace.servers == 8 and trace.format == "swf"
+    assert trace.skipped == {"runtime <= 0": 1, "submit < 0": 1, "wider than the machine (k > 8)": 1}
+    assert trace.jobs.job_id.tolist() == [1, 2, 6] and trace.jobs.tasks.tolist() == [4, 2, 3]
+    assert trace.jobs.estimate.tolist() == [200.0, 50.0, 40.0]                  # 40 < 50 raised to the runtime
+    assert any("1 requested times below the runtime" in n for n in trace.notes)
+    assert read_swf(path, width="allocated").jobs.tasks.tolist() == [4, 2, 3]
+    bad = tmp_path / "bad.swf"
+    bad.write_text(SWF.replace("    2       10    0    50", "    2       1x    0    50"))
+    with pytest.raises(bq.ParameterError, match="line 4: field 2 must be a number"):
+        read_swf(bad)
+    short = tmp_path / "short.swf"
+    short.write_text(SWF.replace("  1  1  1  -1 -1 -1 -1 -1\n    2 ", "\n    2 ", 1))
+    with pytest.raises(bq.ParameterError, match="line 3: an SWF job line has 18 fields"):
+        read_swf(short)
+
+
+def test_the_csv_reader_and_its_errors(tmp_path):
+    good = tmp_path / "t.csv"
+    good.write_text("job_id,submit,tasks,runtime,estimate\n7,0,2,5,10\n8,1,1,3,2\n")
+    trace = read_trace(good)
+    assert trace.rigid and trace.jobs.estimate.tolist() == [10.0, 3.0]
+    out = replay(trace, servers=2, scheduling="backfill", estimates="requested")
+    assert out.jobs.start.tolist() == [0.0, 5.0]
+    for text, message in (("submit,tasks,runtime\n0,2,-1\n", "row 2: runtime must be a finite number > 0"),
+                          ("submit,tasks,runtime\n0,1.5,1\n", "row 2: tasks must be a whole number"),
+                          ("submit,tasks,runtime,colour\n0,1,1,red\n", r"unknown columns \['colour'\]"),
+                          ("submit,tasks\n0,1\n", "must have columns submit, tasks and runtime or task_times"),
+                          ("submit,tasks,task_times,barrier\n0,2,1;x,false\n", "row 2: task_times must be numbers")):
+        bad = tmp_path / "bad.csv"
+        bad.write_text(text)
+        with pytest.raises(bq.ParameterError, match=message):
+            read_trace(bad)
+
+
+def test_a_spark_event_log_is_a_trace_of_measured_tasks():
+    log = next((ROOT / "tests" / "data" / "spark-run-s2-k2" / "eventlog").iterdir())
+    trace = trace_from_event_log(log)
+    assert not trace.rigid and (trace.jobs.tasks == 2).all() and trace.jobs.barrier.all()
+    out = replay(trace, servers=2, scheduling="fcfs")
+    assert (out.jobs.start >= out.jobs.submit).all() and len(out.jobs) == len(trace.jobs)
+
+
+def test_the_command_line_replays_writes_jobs_and_refuses_bad_input(tmp_path):
+    path = tmp_path / "t.swf"
+    path.write_text(SWF)
+    cmd = [sys.executable, "-m", "barrier_queues.cli", "replay", str(path)]
+    doc = json.loads(subprocess.run(cmd + ["--scheduling", "backfill", "--json", "--jobs-out",
+                                           str(tmp_path / "jobs.csv")], capture_output=True, text=True,
+                                    check=True).stdout)
+    assert doc["jobs"] == 3 and doc["trace"]["skipped"]["runtime <= 0"] == 1 and doc["servers"] == 8
+    rows = pd.read_csv(tmp_path / "jobs.csv")
+    assert list(rows.columns) == ["job_id", "submit", "start", "end", "tasks"] and rows.job_id.tolist() == [1, 2, 6]
+    again = subprocess.run(cmd + ["--jobs-out", str(tmp_path / "jobs.csv")], capture_output=True, text=True)
+    assert again.returncode == 2 and "exists" in again.stderr
+    for extra, message in ((["--servers", "0"], "servers"), (["--scheduling", "server-filling"], "power of two"),
+                           (["--size-classes", "a"], "size-classes")):
+        out = subprocess.run(cmd + extra, capture_output=True, text=True)
+        assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    text = subprocess.run(cmd + ["--servers", "3"], capture_output=True, text=True, check=True).stdout
+    assert "2 jobs replayed" in text and "1 wider than the cluster (k > 3)" in text
+
+
+@pytest.mark.skipif(TRACES is None or not (TRACES / "KTH-SP2.swf.gz").is_file(),
+                    reason="the logs' folder (BARRIER_QUEUES_TRACES; make sets it) is not here")
+def test_the_published_numbers_of_the_kth_sp2_log():
+    """The SC'15 study's metrics of EASY on KTH-SP2 (28,481 jobs, 100 processors): exact runtimes: mean bounded
+    slowdown 71.72, mean flow 15,187.6 s, max bounded slowdown 10,017.2; the users' requested times: 92.58
+    (within 0.5 %; the rest: the study's simulator decides after each event of an instant, see the chapter)."""
+    trace = read_trace(TRACES / "KTH-SP2.swf.gz")
+    assert len(trace.jobs) == 28_481 and trace.servers == 100 and not trace.skipped
+    exact = replay(trace, scheduling="backfill").metrics()
+    assert exact["mean_bounded_slowdown"] == pytest.approx(71.72, abs=0.005)
+    assert exact["mean_sojourn"] == pytest.approx(15_187.6, abs=0.05)
+    assert exact["max_bounded_slowdown"] == pytest.approx(10_017.2, abs=0.05)
+    requested = replay(trace, scheduling="backfill", estimates="requested").metrics()
+    assert requested["mean_bounded_slowdown"] == pytest.approx(92.58, rel=0.005)
