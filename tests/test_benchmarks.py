@@ -93,3 +93,24 @@ def test_the_free_times_benchmark_prints_both_layouts_for_every_row(monkeypatch,
 def test_a_bad_option_of_a_benchmark_is_one_line_and_exit_2(script):
     r = _run(script, "--jobs", "many")
     assert r.returncode == 2 and "Traceback" not in r.stderr and "--jobs" in r.stderr
+
+
+def test_the_replay_benchmark_times_every_rule_and_checks_the_reference(tmp_path):
+    """A short variant on a small synthetic log written here (the real logs are not in the repository): every
+    rule a row, each equal to the plain reference; the synthetic trace's rows."""
+    import gzip
+
+    rng = __import__("numpy").random.default_rng(2)
+    lines = ["; MaxProcs: 16"]
+    t = 0
+    for j in range(1, 301):
+        t += int(rng.integers(0, 50))
+        run, k = int(rng.integers(1, 400)), int(rng.integers(1, 17))
+        lines.append(f"{j} {t} 0 {run} {k} -1 -1 {k} {run * 2} -1 1 1 1 -1 -1 -1 -1 -1")
+    (tmp_path / "tiny.swf.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    rows = _rows(_ok("replay_speed.py", "--traces", str(tmp_path), "--logs", "tiny", "--repeat", "1",
+                     "--jobs", "5000"))
+    logs = [r for r in rows if r[0] == "tiny"]
+    assert [r[2] for r in logs] == ["fcfs (exact)", "first-fit (exact)", "backfill (exact)", "backfill (requested)"]
+    assert all(r[5] == "True" and float(r[3]) > 0 for r in logs)
+    assert len([r for r in rows if r[0] != "tiny" and r[0] != "log" and r[0] != "rule"]) == 4

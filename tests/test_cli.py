@@ -453,7 +453,7 @@ def _documented_commands() -> list[tuple[str, str]]:
 
     root = Path(__file__).resolve().parents[1]
     pattern = re.compile(r"(?:\.venv/bin/)?barrier-queues ((?:stability|simulate|sweep|bound|plan-phases|plan|"
-                         r"spark-bench|spark-analyze) [^`\n#|]*)")
+                         r"spark-bench|spark-analyze|replay) [^`\n#|]*)")
     found = []
     for path in [root / "README.md", root / "data" / "README.md", *sorted((root / "book").glob("*.md"))]:
         for match in pattern.finditer(path.read_text().replace("\\\n", " ")):
@@ -501,7 +501,7 @@ def _short_variant(command: str, tmp: Path) -> list[str]:
     i = 0
     while i < len(argv):
         arg = argv[i]
-        if arg in ("--out", "--archive", "--jobs-csv") and i + 1 < len(argv):
+        if arg in ("--out", "--archive", "--jobs-csv", "--jobs-out") and i + 1 < len(argv):
             out += [arg, str(tmp / f"{arg.strip('-')}-{len(out)}")]
             i += 2
             continue
@@ -511,6 +511,11 @@ def _short_variant(command: str, tmp: Path) -> list[str]:
             continue
         if argv[0] == "spark-analyze" and "eventlog" in arg:
             arg = str(root / SPARK_RUN / "eventlog" / "*")
+        if argv[0] == "replay" and arg.endswith((".swf", ".swf.gz")):        # a log of the TRACES folder
+            folder = os.environ.get("BARRIER_QUEUES_TRACES")
+            if not folder or not (Path(folder) / arg).is_file():
+                pytest.skip(f"{arg}: the logs' folder (BARRIER_QUEUES_TRACES; make sets it) does not hold it")
+            arg = str(Path(folder) / arg)
         if "*" in arg:
             matches = sorted(glob.glob(arg if Path(arg).is_absolute() else str(root / arg)))
             assert matches, f"{command}: {arg} matches nothing"

@@ -326,6 +326,26 @@ def trace_from_event_log(path) -> Trace:
                         "submit times relative to the first job's submission"])
 
 
+#: the environment variable naming the folder of the real workload logs (make sets it from its TRACES variable)
+TRACES_ENV = "BARRIER_QUEUES_TRACES"
+
+
+def trace_folder(folder=None) -> Path:
+    """The folder of the workload logs: ``folder`` if given, else the ``BARRIER_QUEUES_TRACES`` setting (make
+    exports it); the logs are public data a user downloads from the Parallel Workloads Archive."""
+    import os
+
+    chosen = folder if folder is not None else os.environ.get(TRACES_ENV)
+    if not chosen:
+        raise ParameterError(f"the workload logs' folder must be given (a path, or the {TRACES_ENV} setting: "
+                             "make sets it from its TRACES variable)")
+    path = Path(chosen)
+    if not path.is_dir():
+        raise ParameterError(f"the workload logs' folder {str(path)!r} does not exist: download the logs from the "
+                             "Parallel Workloads Archive (see the README) or point TRACES at them")
+    return path
+
+
 def read_trace(path, width: str = "requested", servers: int | None = None) -> Trace:
     """Read an SWF log, a CSV trace or a Spark event log, recognised by content."""
     p = Path(path)
@@ -346,4 +366,5 @@ def read_trace(path, width: str = "requested", servers: int | None = None) -> Tr
                              "event log") from None
 
 
-__all__ = ["WIDTHS", "Trace", "read_swf", "read_trace", "read_trace_csv", "trace_from_event_log"]
+__all__ = ["TRACES_ENV", "WIDTHS", "Trace", "read_swf", "read_trace", "read_trace_csv", "trace_folder",
+           "trace_from_event_log"]

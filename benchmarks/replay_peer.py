@@ -1,0 +1,168 @@
+"""Trace replay against a peer: pyss (the Python Scheduler Simulator of the SC'15 backfilling study), job by job,
+and whole-process time side by side.
+
+pyss is not part of this project: give the path of its ``simulation/pyss/src`` folder in a checkout of
+jad-darrous/predictsim (``--pyss``) and a Python 2.7 (``--python2``; ``pyenv`` provides one). For each log and
+each pair (pyss scheduler, our discipline) the script runs both as whole processes on the same SWF file (pyss's
+``run_simulator.py`` writes an SWF of its schedule; ``barrier-queues replay --jobs-out`` writes ours), and
+counts the jobs whose start time is the same. Where they differ, it replays the log again with the decision
+order pyss uses (one scheduling pass after *each* event, submissions before completions at one instant, ties
+in the order the events were made) through our plain reference's passes
+(:func:`barrier_queues.replay_reference._pass`): a job whose start then equals pyss's is a difference explained
+by that order alone.
+
+Prints a markdown table; ``--out FILE`` also writes the record (refused if the file exists, unless ``--force``).
+
+Usage: python benchmarks/replay_peer.py --pyss PATH [--python2 PY] [--logs KTH-SP2 LANL-CM5] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import heapq
+import itertools
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from barrier_queues.replay_reference import _pass
+from barrier_queues.traces import read_trace
+
+#: pyss scheduler -> (our discipline, our estimates)
+PAIRS = {"fcfs_scheduler": ("fcfs", "exact"), "perfect_easy_backfill_scheduler": ("backfill", "exact"),
+         "easy_backfill_scheduler": ("backfill", "requested")}
+
+
+def event_by_event(submit, k, run, pred, servers, discipline):
+    """Our passes in pyss's order: a pass after each submission and each completion, submissions first at one
+    instant, then events in the order they were made."""
+    counter = itertools.count()
+    state = {"k": [int(x) for x in k], "pred": [float(x) for x in pred], "servers": servers, "free": servers,
+             "predicted": {}}
+    start = [math.nan] * len(submit)
+    events = [(float(t), 1, next(counter), j) for j, t in enumerate(submit)]
+    heapq.heapify(events)
+
+    def begin(j, t):
+        start[j] = t
+        state["free"] -= state["k"][j]
+        state["predicted"][j] = t + state["pred"][j]
+        heapq.heappush(events, (t + float(run[j]), 2, next(counter), j))
+
+    state["start"] = begin
+    waiting = []
+    while events:
+        t, kind, _, j = heapq.heappop(events)
+        if kind == 1:
+            waiting.append(j)
+        else:
+            state["free"] += state["k"][j]
+            del state["predicted"][j]
+        if waiting:
+            waiting = _pass(discipline, t, waiting, state)
+    return np.array(start)
+
+
+def run_pyss(pyss: Path, python2: str, swf: Path, scheduler: str, folder: Path) -> tuple[float, dict]:
+    config = folder / f"{scheduler}.py"
+    config.write_text(f'scheduler = {{"name": "{scheduler}", "predictor": {{"name": None}}, '
+                      '"corrector": {"name": None}}\nnum_processors = None\nstats = False\n')
+    out = folder / f"pyss-{scheduler}.swf"
+    t0 = time.perf_counter()
+    subprocess.run([python2, "run_simulator.py", str(swf), str(config), str(out)], cwd=pyss, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seconds = time.perf_counter() - t0
+    rows = np.loadtxt(out, comments=";", ndmin=2)
+    return seconds, dict(zip(rows[:, 0].astype(int).tolist(), (rows[:, 1] + rows[:, 2]).tolist(), strict=True))
+
+
+def run_ours(swf: Path, discipline: str, estimates: str, folder: Path) -> tuple[float, dict]:
+    out = folder / f"ours-{discipline}-{estimates}.csv"
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "barrier_queues.cli", "replay", str(swf), "--scheduling", discipline,
+                    "--estimates", estimates, "--jobs-out", str(out), "--force"], check=True,
+                   stdout=subprocess.DEVNULL)
+    seconds = time.perf_counter() - t0
+    rows = np.loadtxt(out, delimiter=",", skiprows=1, ndmin=2)
+    return seconds, dict(zip(rows[:, 0].astype(int).tolist(), rows[:, 2].tolist(), strict=True))
+
+
+def compare(log: Path, pyss: Path, python2: str) -> list[dict]:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        swf = folder / log.name.removesuffix(".gz")
+        with gzip.open(log) if log.suffix == ".gz" else open(log, "rb") as src, open(swf, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        trace = read_trace(swf)
+        jobs = trace.jobs
+        for scheduler, (discipline, estimates) in PAIRS.items():
+            peer_s, peer = run_pyss(pyss, python2, swf, scheduler, folder)
+            ours_s, ours = run_ours(swf, discipline, estimates, folder)
+            ids = sorted(peer)
+            differ = [i for i in ids if ours.get(i) != peer[i]]
+            explained = 0
+            if differ:
+                pred = jobs.runtime.to_numpy() if estimates == "exact" else jobs.estimate.to_numpy()
+                alt = dict(zip(jobs.job_id.tolist(), event_by_event(
+                    jobs.submit.to_numpy(), jobs.tasks.to_numpy(), jobs.runtime.to_numpy(), pred, trace.servers,
+                    discipline).tolist(), strict=True))
+                explained = sum(alt[i] == peer[i] for i in differ)
+            rows.append({"log": log.name, "pyss": scheduler, "ours": f"{discipline} ({estimates})",
+                         "jobs": len(ids), "same_start": len(ids) - len(differ),
+                         "explained_by_event_order": explained,
+                         "unexplained": len(differ) - explained,
+                         "unexplained_jobs": differ[:20] if len(differ) > explained else [],
+                         "pyss_seconds": round(peer_s, 2), "ours_seconds": round(ours_s, 3),
+                         "speedup": round(peer_s / ours_s, 1)})
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pyss", required=True, type=Path, help="pyss's simulation/pyss/src folder")
+    parser.add_argument("--python2", default=None, help="a Python 2.7 interpreter (default: pyenv's 2.7.18)")
+    parser.add_argument("--traces", type=Path, default=os.environ.get("BARRIER_QUEUES_TRACES"),
+                        help="the logs' folder (default: BARRIER_QUEUES_TRACES)")
+    parser.add_argument("--logs", nargs="+", default=["KTH-SP2"])
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--commit", default=None, help="pyss's commit, when --pyss is not a git checkout")
+    parser.add_argument("--force", action="store_true")
+    args = parser.parse_args()
+    if args.out is not None and args.out.exists() and not args.force:
+        parser.error(f"--out {args.out} exists (give --force to replace it)")
+    python2 = args.python2 or str(Path(subprocess.run(["pyenv", "prefix", "2.7.18"], capture_output=True,
+                                                      text=True, check=True).stdout.strip()) / "bin" / "python")
+    if args.traces is None:
+        parser.error("--traces must be given (or BARRIER_QUEUES_TRACES set)")
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=args.pyss, capture_output=True, text=True)
+    rows = [r for name in args.logs for r in compare(args.traces / f"{name}.swf.gz", args.pyss, python2)]
+    print("| log | pyss | ours | jobs | same start | explained by event order | unexplained | pyss s | ours s | "
+          "speed-up |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['log']} | {r['pyss']} | {r['ours']} | {r['jobs']:,} | {r['same_start']:,} | "
+              f"{r['explained_by_event_order']:,} | {r['unexplained']:,} | {r['pyss_seconds']} | "
+              f"{r['ours_seconds']} | {r['speedup']}x |")
+    if args.out is not None:
+        record = {"about": "Runs of the peer pyss (the Python Scheduler Simulator of the SC'15 backfilling study, in "
+                           "jad-darrous/predictsim) made on this project's machine by benchmarks/replay_peer.py; its "
+                           "code is not part of this project.",
+                  "peer": {"repository": "jad-darrous/predictsim", "folder": "simulation/pyss/src",
+                           "commit": args.commit or commit.stdout.strip() or None, "python": python2},
+                  "date": time.strftime("%Y-%m-%d"), "rows": rows}
+        args.out.write_text(json.dumps(record, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

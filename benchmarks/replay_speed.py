@@ -1,0 +1,101 @@
+"""Benchmark: trace replay as a user meets it, whole process (reading the file included), beside the plain-Python
+reference of the same rules, and a synthetic 1M-job trace on 10,000 workers.
+
+For each log of the logs' folder (``--traces``, default the ``BARRIER_QUEUES_TRACES`` setting) and each
+discipline: the median wall time of ``barrier-queues replay LOG --scheduling D`` as a new process (``--repeat``
+runs), and one in-process run of :func:`barrier_queues.replay_reference.replay_rigid` on the same jobs (its
+result must equal the kernel's: checked). Then a synthetic trace of ``--jobs`` rigid jobs (widths 1 to 4,096,
+exponential runtimes, load 0.85) on 10,000 workers, written as a CSV and replayed as a new process, with the
+process's peak memory (``ru_maxrss`` of the child) beside the CSV's size. Prints markdown tables. (pyss, the
+peer, is timed side by side in ``benchmarks/replay_peer.py``.)
+
+Usage: python benchmarks/replay_speed.py [--logs KTH-SP2 LANL-CM5] [--repeat 3] [--jobs 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from barrier_queues.replay import replay
+from barrier_queues.replay_reference import replay_rigid
+from barrier_queues.traces import read_trace, trace_folder
+
+RULES = [("fcfs", "exact"), ("first-fit", "exact"), ("backfill", "exact"), ("backfill", "requested")]
+
+
+def whole_process(argv: list[str], repeat: int) -> tuple[float, float]:
+    """Median wall seconds of ``barrier-queues ARGV`` as a new process, and the largest peak memory (MB)."""
+    times, peak = [], 0.0
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "barrier_queues.cli", "replay", *argv], check=True,
+                       stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - t0)
+        peak = max(peak, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before) / 1024
+    return statistics.median(times), peak
+
+
+def logs_table(folder: Path, names: list[str], repeat: int) -> None:
+    print("| log | jobs | rule | whole process (s) | plain-Python reference (s) | equal |")
+    print("|---|---:|---|---:|---:|---|")
+    for name in names:
+        path = folder / f"{name}.swf.gz"
+        trace = read_trace(path)
+        jobs = trace.jobs
+        for discipline, estimates in RULES:
+            wall, _ = whole_process([str(path), "--scheduling", discipline, "--estimates", estimates], repeat)
+            pred = jobs.runtime.to_numpy() if estimates == "exact" else jobs.estimate.to_numpy()
+            t0 = time.perf_counter()
+            ref = replay_rigid(jobs.submit.to_numpy(), jobs.tasks.to_numpy(), jobs.runtime.to_numpy(), pred,
+                               trace.servers, discipline)
+            ref_s = time.perf_counter() - t0
+            ours = replay(trace, scheduling=discipline, estimates=estimates).jobs.start.to_numpy()
+            print(f"| {name} | {len(jobs):,} | {discipline} ({estimates}) | {wall:.3f} | {ref_s:.2f} | "
+                  f"{np.array_equal(ours, np.array(ref))} |")
+
+
+def synthetic_table(n: int, repeat: int) -> None:
+    rng = np.random.default_rng(1)
+    servers = 10_000
+    k = np.minimum(servers, np.ceil(2 ** rng.uniform(0, 12, n))).astype(np.int64)
+    run = np.floor(rng.exponential(600, n)) + 1
+    submit = np.floor(np.cumsum(rng.exponential(1 / (0.85 * servers / (k * run).mean()), n)))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "synthetic.csv"
+        pd.DataFrame({"submit": submit, "tasks": k, "runtime": run, "estimate": 3 * run}).to_csv(path, index=False)
+        size = path.stat().st_size / 2**20
+        print(f"\nSynthetic trace: {n:,} jobs on {servers:,} workers, CSV {size:.0f} MB\n")
+        print("| rule | whole process (s) | peak memory (MB) |")
+        print("|---|---:|---:|")
+        for discipline, estimates in RULES:
+            wall, peak = whole_process([str(path), "--servers", str(servers), "--scheduling", discipline,
+                                        "--estimates", estimates], repeat)
+            print(f"| {discipline} ({estimates}) | {wall:.2f} | {peak:.0f} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces", default=os.environ.get("BARRIER_QUEUES_TRACES"))
+    parser.add_argument("--logs", nargs="+", default=["KTH-SP2", "LANL-CM5"])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=1_000_000)
+    args = parser.parse_args()
+    logs_table(trace_folder(args.traces), args.logs, args.repeat)
+    synthetic_table(args.jobs, args.repeat)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
