@@ -41,7 +41,7 @@ def strip_volatile(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 #: run order: the claims page collects what the chapters wrote, so it comes last
 FIRST = ["intro", "stability", "ctmc", "bounds", "spark", "partial", "sampling", "phases", "scheduling", "failures",
-         "usage"]
+         "traces", "usage"]
 LAST = ["claims"]
 
 #: ``--full``: the paper's scale (more jobs and replications, epsilon = 1e-3 for the bounds)
