@@ -39,7 +39,9 @@ test: $(STAMP) browser
 	$(BIN)/ruff check src tests benchmarks tools book
 	@rm -rf _build/nbval-results && mkdir -p _build/nbval-results
 	BARRIER_QUEUES_RESULTS_DIR=$(CURDIR)/_build/nbval-results $(BIN)/python -m pytest
-	@cd results && for f in *.csv *.json; do cmp -s "$$f" "../_build/nbval-results/$$f" || { \
+	@cd results && for f in *.csv *.json; do \
+	  case "$$f" in traces_*|fig_traces_*|claims-traces.json) [ -f "$(BARRIER_QUEUES_TRACES)/KTH-SP2.swf.gz" ] || continue;; esac; \
+	  cmp -s "$$f" "../_build/nbval-results/$$f" || { \
 	  echo "results/$$f differs from what the tests' re-execution of the book wrote (_build/nbval-results/$$f):" \
 	       "run 'make notebooks' and commit results/"; exit 1; }; done
 

@@ -1,6 +1,7 @@
 """The book's notebooks: MyST/ipynb pairs in sync, executed, parameterised, rerunnable."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -88,6 +89,9 @@ WRITERS = {"intro", "stability", "ctmc", "bounds", "spark", "partial", "sampling
 
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_reruns_with_new_parameters(name, tmp_path):
+    folder = os.environ.get("BARRIER_QUEUES_TRACES")
+    if name == "traces" and not (folder and (Path(folder) / "KTH-SP2.swf.gz").is_file()):
+        pytest.skip("the workload logs' folder (BARRIER_QUEUES_TRACES; make sets it from TRACES) lacks KTH-SP2")
     out = tmp_path / f"{name}.ipynb"
     parameters = dict(RERUNS[name])
     if name in WRITERS:
