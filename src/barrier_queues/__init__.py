@@ -26,10 +26,7 @@ def _command_environment() -> bool:
     ``OPENBLAS_THREAD_TIMEOUT``, 28) before it sleeps: a tenth of a second of one core in every command, which
     uses no BLAS while it simulates and shares two cores between its kernel, draw and statistics threads. At 4
     they sleep at once; they still serve BLAS calls (the dense CTMC solve). Only the command: ``import
-    barrier_queues`` in a host process leaves its environment alone. Measured 2026-11-27, 9 runs each in random
-    order, median wall seconds: ``simulate -s 16 -k 4 -b 2 --arrival-rate 1.6 --jobs 1000000
-    --failure-rate 0.05 --max-attempts 4 --resubmit-delay 0.1 --scheduling backfill`` 0.345 -> 0.326 (see
-    CHANGELOG for more)."""
+    barrier_queues`` in a host process leaves its environment alone (measured: CHANGELOG)."""
     argv = getattr(_sys, "argv", None) or [""]
     if _os.path.splitext(_os.path.basename(argv[0]))[0] != "barrier-queues" or "numpy" in _sys.modules:
         return False
@@ -41,11 +38,10 @@ def _command_environment() -> bool:
 _command_environment()
 
 from ._validation import ParameterError  # noqa: E402 (after the command's environment: numpy loads here)
+from ._version import __version__  # noqa: E402, F401  (the package's version, in one place)
 from .simulate import simulate  # noqa: E402
 from .sweep import sweep  # noqa: E402
 from .system import BarrierSystem  # noqa: E402
-
-__version__ = "0.2.0"
 
 _EXPORTS = {
     "ctmc": ["BackloggedChain", "CTMCStability", "build_backlogged_chain", "count_feasible_states",
@@ -66,13 +62,17 @@ _EXPORTS = {
 }
 _MODULES = ("backends", "bounds", "cli", "ctmc", "distributions", "eventlog", "figures", "inputs", "kernels", "load",
             "order_stats", "outputs", "overhead", "phases", "planning", "precision", "reference", "release",
-            "results", "rules", "runs", "saturated", "schedulers", "simulate", "spark_analysis", "spark_bench",
-            "stability", "statistics", "sweep", "system")
+            "replay", "results", "rules", "runs", "saturated", "schedulers", "simulate", "spark_analysis",
+            "spark_bench", "stability", "statistics", "sweep", "system", "traces")
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 
 def __getattr__(name):
     if name == "SimulationConfig":           # the one system description, under its old name
+        import warnings
+
+        warnings.warn("barrier_queues.SimulationConfig is BarrierSystem under its old name; use BarrierSystem "
+                      "(the old name will go)", FutureWarning, stacklevel=2)
         return BarrierSystem
     if name in _WHERE:
         value = getattr(import_module(f".{_WHERE[name]}", __name__), name)
@@ -84,7 +84,7 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_WHERE) | {"SimulationConfig"})
+    return sorted(set(globals()) | set(_WHERE))
 
 
-__all__ = ["BarrierSystem", "ParameterError", "SimulationConfig", "simulate", "sweep", *sorted(_WHERE)]
+__all__ = ["BarrierSystem", "ParameterError", "simulate", "sweep", *sorted(_WHERE)]

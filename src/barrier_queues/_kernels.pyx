@@ -3,7 +3,7 @@
 """Compiled simulation kernels (Cython, compiled to C when the package is installed). Private: use
 :mod:`barrier_queues.simulate`.
 
-Why Cython and not a JIT: the kernels were numba functions until 2026-11-25;
+Why Cython and not a JIT: the kernels were numba functions at first;
 importing numba and loading its cached machine code took about 0.7 s per
 process (numba's first cached call imports its whole typing registry and
 scipy.linalg), which was most of a 2-million-job ``simulate`` command. An

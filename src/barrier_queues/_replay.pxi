@@ -260,6 +260,8 @@ def replay_rigid(const double[::1] submit, const int64_t[::1] k, const double[::
                  int64_t servers, int64_t discipline, double[::1] start):
     """Each job's start time into ``start`` (jobs in submission order, submit non-decreasing; every k in
     1..servers; runtimes > 0; ``pred`` the runtimes the discipline predicts, >= run for backfill)."""
+    if discipline < REPLAY_FCFS or discipline > REPLAY_SERVER_FILLING:
+        raise ValueError(f"replay_rigid: unknown discipline code {discipline}")
     cdef int64_t n = submit.shape[0]
     cdef Replay r
     cdef int64_t i = 0
@@ -321,6 +323,6 @@ def replay_rigid(const double[::1] submit, const int64_t[::1] k, const double[::
                 _rp_first_fit(&r, t)
             elif discipline == REPLAY_BACKFILL:
                 _rp_backfill(&r, t)
-            else:
+            elif discipline == REPLAY_SERVER_FILLING:
                 _rp_server_filling(&r, t, n)
     free(r.h_time); free(r.h_job); free(r.p_end); free(r.p_k); free(r.p_job); free(r.queue); free(r.scratch)

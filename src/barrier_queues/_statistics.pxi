@@ -112,8 +112,8 @@ def log_bins(const double[:, ::1] values, double floor_value, double log_gamma, 
     """Each value's histogram bin, without the GIL: ``ceil(log(x / floor) / log_gamma)`` above ``floor``,
     else 0 (NaN too); what ``LogHistogram.index`` computes with numpy, operation for operation (numpy's
     float64 logarithm is the C library's ``log`` on x86-64 without AVX-512, tested bit for bit against it
-    there; with AVX-512 numpy's own ``log`` differs from it in the last bit for 20 of 200,000 values, measured
-    2026-11-26, which moves a bin only for a quotient within an ulp of an integer: the test's 1.2 million bins
+    there; with AVX-512 numpy's own ``log`` differs from it in the last bit for 20 of 200,000 values (measured:
+    CHANGELOG), which moves a bin only for a quotient within an ulp of an integer: the test's 1.2 million bins
     agree there too). A value at or below ``floor`` skips the logarithm: its bin is 0 either way (``log`` of at most
     1 is at most 0); so does a value equal to the row above's at the same job (a job that did not wait has
     its sojourn equal to its execution time): the same value has the same bin."""

@@ -958,9 +958,7 @@ def keep_freed_memory() -> bool:
     A run allocates its arrays chunk by chunk (each a few MB: draws, attempts, the window's new values) and
     frees them; by default glibc maps arrays above its threshold afresh, and trims the free top of its heaps
     (the main one and the helper threads'), so the next chunk's arrays fault their pages in again, zeroed
-    by the kernel. Measured 2026-11-26 (3 runs each, ``simulate -s 16 -k 4 --arrival-rate 2.8 --jobs
-    1000000 --failure-rate 0.02 --max-attempts 4 --resubmit-delay 0.1``): system time 0.13-0.20 s -> 0.04-0.08
-    s, wall 0.43-0.53 s -> 0.38-0.41 s; the peak resident memory 170-175 MB -> 181-187 MB."""
+    by the kernel; keeping them costs a little resident memory (measured: CHANGELOG)."""
     import ctypes
 
     try:
@@ -978,9 +976,7 @@ def entry() -> int:
 
     At exit Python collects garbage over every object still alive (numpy's,
     argparse's, ours); frozen objects are skipped, and they are freed as
-    usual otherwise. Measured 2026-11-26, 13 runs each in random order, median
-    wall seconds of ``simulate -s 32 -k 1 --arrival-rate 22.4 --seed 1 --json``:
-    0.279 -> 0.244 at 1,000 jobs, 0.521 -> 0.469 at 2,000,000.
+    usual otherwise (measured: CHANGELOG).
     """
     keep_freed_memory()
     try:

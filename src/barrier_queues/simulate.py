@@ -473,7 +473,7 @@ class SimulationResult:
 
     def provenance(self) -> dict:
         """What produced these numbers: library and numpy versions, the system, run sizes, seed, warm-up rule."""
-        from . import __version__
+        from ._version import __version__
 
         stats = self.stats
         return {"library": f"barrier-queues {__version__}", "numpy": np.__version__,

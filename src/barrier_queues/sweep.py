@@ -377,7 +377,7 @@ def _stored_meta(path: Path) -> dict | None:
 # the sweep
 
 def _manifest(grid, jobs, replications, entropy, warmup, allow_unstable, fmt, target=None) -> dict:
-    from . import __version__
+    from ._version import __version__
 
     manifest = {"grid": grid, "jobs": jobs, "replications": replications, "seed": entropy, "warmup": warmup,
                 "allow_unstable": allow_unstable, "format": fmt, "library": __version__, "precision": target}

@@ -171,12 +171,8 @@ def chunk_pipeline(draw: Callable, step: Callable, add: Callable, jobs: int, siz
     numpy's draws release it as well). Draws stay in order (one thread, the
     only one that uses the generator) and each chunk's results are added
     after the previous one's, so the results are those of the serial loop,
-    bit for bit; ``step`` must not change arrays it has handed on. (Measured
-    2026-11-26 on the central queue, 15 runs each in random order, median
-    wall seconds at 2M jobs, against two threads and numpy statistics: M/M/32
-    0.766 -> 0.670, 2-barrier s=16 k=4 0.824 -> 0.769, 1-barrier s=16 k=4
-    0.843 -> 0.809, the paper's overhead model 1.004 -> 1.024; choosing the
-    thread per chunk from the last chunk's costs measured no better.)
+    bit for bit; ``step`` must not change arrays it has handed on (measured
+    against two threads: CHANGELOG).
     """
     helper = ThreadPoolExecutor(max_workers=1) if threads and jobs > 2 * size else None
     adder = ThreadPoolExecutor(max_workers=1) if helper else None

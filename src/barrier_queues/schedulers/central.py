@@ -31,8 +31,7 @@ from .base import Scheduler, chunk_pipeline, job_outputs, register, trace_arrays
 #: up to this many workers the kernel keeps the free times in an ascending array, above it in a heap: the
 #: same outputs (tested); for the k-th earliest free time the array is read where the heap pops k - 1 times,
 #: and a new free time moves the smaller values one slot where the heap sifts log2(s) levels on
-#: unpredictable branches. benchmarks/free_times_layout.py (2026-11-26, ns per job, array / heap): 0.65-0.97
-#: up to s = 64, 0.89-1.01 at 96, 1.03-1.27 at 128, about 2 at 256
+#: unpredictable branches (benchmarks/free_times_layout.py measures both; its numbers are in the CHANGELOG)
 SORTED_FREE_MAX = 64
 
 

@@ -795,8 +795,9 @@ cdef void _wl_decide(Wait* q, double now, const Service* sv, int64_t discipline)
         _wl_first_fit(q, now, sv)
     elif discipline == C_BACKFILL:
         _wl_backfill(q, now, sv)
-    else:
+    elif discipline == C_SERVER_FILLING:
         _wl_server_filling(q, now, sv)
+    # (no other code reaches here: run_waitlist refuses it before any event)
 
 
 cdef inline int64_t _wl_need(Wait* q, int64_t discipline) noexcept nogil:
@@ -952,6 +953,10 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
     looks for a class's next job in its list of waiting jobs while at most ``backfill_list_max`` wait, in its
     segment tree above (the same job: the first in arrival order that qualifies); a short queue then pays no tree
     update per arrival, start and task."""
+    if discipline != C_FCFS and discipline != C_FIRST_FIT and discipline != C_BACKFILL and \
+            discipline != C_SERVER_FILLING:
+        raise ValueError(f"run_waitlist: unknown discipline code {discipline} (a discipline without a branch "
+                         "here must not run as another)")
     cdef Service sv = _service(phases, policy, stragglers, params)
     cdef int64_t nw = arrival.shape[0]
     cdef int64_t nclass = creq.shape[0]

@@ -66,18 +66,15 @@ DISCIPLINES = ("first-fit", "backfill", "server-filling")
 
 #: backfill finds a class's next job by walking its waiting jobs while at most this many wait, and in a min
 #: segment tree of their finishing times above (kept only then: a tree update costs log2 of the window's jobs
-#: per arrival, start and task). The same jobs either way (tested with 0, 32 and no tree). Interleaved, 5 runs
-#: each at 1M jobs (2026-11-26), trees always (0) against 32: one-k 0.414 -> 0.357 s, hybrid 0.640 -> 0.502 s,
-#: k in {2, 16} 0.626 -> 0.528 s, 11 classes on 1,024 workers 4.81 -> 4.37 s
+#: per arrival, start and task). The same jobs either way (tested with 0, 32 and no tree; timings: CHANGELOG)
 BACKFILL_LIST_MAX = 32
 
 
 def releases_in_array(system, code: int) -> bool:
     """Whether the kernel keeps the pending releases in one ascending array (without a trace; else a heap with
     worker ids): up to :data:`~barrier_queues.schedulers.central.SORTED_FREE_MAX` workers, and under backfill
-    at any number, since its reservation keeps them sorted beside the heap anyway (the same jobs: tested).
-    Measured 2026-11-26 at 1M jobs, 11 classes on 1,024 workers under backfill, with the sorting of a job's
-    release times compiled (``_sort_doubles``) too: 4.53 -> 2.54 s."""
+    at any number, since its reservation keeps them sorted beside the heap anyway (the same jobs: tested;
+    timings: CHANGELOG)."""
     return system.servers <= SORTED_FREE_MAX or code == discipline_code("backfill")
 
 
@@ -97,8 +94,8 @@ def classes(system) -> tuple[np.ndarray, np.ndarray]:
 class _Rows:
     """Per-row arrays (a window's jobs, without failures) with room to grow, in rotating buffers.
 
-    A chunk is written after the rows kept, in place: no new arrays per chunk and no concatenation (measured
-    at 1M jobs, 2026-11-26: see :class:`_Window`). Keeping a subset moves it to the front of the next buffer,
+    A chunk is written after the rows kept, in place: no new arrays per chunk and no concatenation (measured:
+    CHANGELOG). Keeping a subset moves it to the front of the next buffer,
     so the current buffer's rows stay untouched for views of them handed on (a chunk's results, which the
     statistics thread reads while the next chunk runs) until the rotation comes back to it: with three
     buffers, two steps later, after :func:`~barrier_queues.schedulers.base.chunk_pipeline` has waited for
@@ -161,11 +158,9 @@ class _Views:
 class _Window:
     """The jobs that have not all started, then the newest chunk (arrays in arrival order).
 
-    Without failures the per-job arrays live in :class:`_Rows` buffers. Measured at 1M jobs (2026-11-26, 7
-    runs each in random order, median wall seconds), against new arrays per chunk and a concatenation with the
-    jobs kept: one-k with failures 0.51 -> 0.48, first-fit on k in {2, 16} 0.59 -> 0.54. With failures each
-    chunk's jobs, units and draws are written where the chunk is drawn, into buffers of their own with room
-    before them for the jobs the window keeps (:meth:`_prebuild`; measured 2026-11-27, see CHANGELOG)."""
+    Without failures the per-job arrays live in :class:`_Rows` buffers (no new arrays per chunk). With failures
+    each chunk's jobs, units and draws are written where the chunk is drawn, into buffers of their own with room
+    before them for the jobs the window keeps (:meth:`_prebuild`). Timings of both: CHANGELOG."""
 
     #: the window's per-job arrays and their types; with job classes of their own (a workload's)
     #: ``job_class``, with failures the attempts and units (the kernel reads those only with failures): a
@@ -242,8 +237,8 @@ class _Window:
     def _room(self, count: int) -> None:
         """Without failures, before ``count`` new draws would overflow the buffer: the draws still read (of the
         jobs not handed on) move to its front first, so that it grows (a copy into fresh memory) only when
-        those and the new ones do not fit. Measured at 1M jobs (2026-11-26), first-fit on k in {2, 16}: see
-        CHANGELOG. (With failures the window holds only jobs whose draws are read.)"""
+        those and the new ones do not fit (timings: CHANGELOG). (With failures the window holds only jobs whose
+        draws are read.)"""
         if self.fail or self.rows is None or self._used + count <= self._draws.size:
             return
         a = self.arrays
@@ -285,7 +280,7 @@ class _Window:
         into the draws are absolute (the kernel reads the whole buffer); a unit's job and a job's first unit
         count from the chunk's first, and ``append`` adds the kept jobs and units. ``seq``: the jobs before
         this chunk. (``rooms`` is read as it stands when the chunk is drawn: any room is valid, and one too
-        small for the jobs kept is grown by ``append``.) Measured: see CHANGELOG (2026-11-27)."""
+        small for the jobs kept is grown by ``append``.) Timings: CHANGELOG."""
         r, ru, rd = rooms
         n, nu = chunk["arrival"].size, chunk["unit_attempts"].size
         holds = chunk["holds"]
@@ -439,9 +434,7 @@ class _Window:
         into the next chunk's buffers when it is appended (:attr:`pending`; a buffer handed on is not written
         again). Without,
         done jobs stay in place, marked :attr:`HANDED`, until they outnumber the others twice (then the others
-        move to the next buffer): a window of starving gangs is not copied at every chunk. Measured at 1M jobs
-        (2026-11-26, 9 runs each in random order, median wall seconds), first-fit on k in {2, 16} (a window
-        growing to 170,000 jobs): 0.58 -> 0.52.
+        move to the next buffer): a window of starving gangs is not copied at every chunk (timings: CHANGELOG).
 
         ``cuts(first, n, every)`` (:meth:`barrier_queues.runs.Sink.cuts`): where many jobs merged back from
         the parked ones may be handed on in pieces (an iterator of dicts instead of one dict), so that the
