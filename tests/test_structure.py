@@ -149,3 +149,27 @@ def test_the_old_name_of_the_system_warns():
     with pytest.warns(FutureWarning, match="use BarrierSystem"):
         assert bq.SimulationConfig is bq.BarrierSystem
     assert "SimulationConfig" not in bq.__all__
+
+
+def test_a_simulation_validates_its_system_once(monkeypatch):
+    """A system is validated when it is built; simulate (its stability guard's cache key, the saturated run of a
+    mixed workload) makes no validated copy of it (once: 2-5 copies per command)."""
+    from barrier_queues import runs
+    from barrier_queues import system as system_module
+
+    runs.ensure_compiled("central")                     # its own tiny system, once per process
+    built = []
+    original = system_module.BarrierSystem.__post_init__
+
+    def counting(self):
+        built.append(self)
+        return original(self)
+
+    monkeypatch.setattr(system_module.BarrierSystem, "__post_init__", counting)
+    for options in ({"tasks_pmf": {2: 0.5, 8: 0.5}, "scheduling": "first-fit"},
+                    {"tasks_pmf": {2: 0.5, 8: 0.5}}, {"tasks": 4, "barriers": 2, "release": "knee"},
+                    {"tasks": 4, "failure_rate": 0.1}):
+        system = bq.BarrierSystem(servers=8, arrival_rate=0.4, **options)
+        built.clear()
+        bq.simulate(system, jobs=2000, seed=1, workers=1)
+        assert built == [], options

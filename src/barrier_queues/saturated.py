@@ -117,7 +117,7 @@ def saturated_many(systems: list, jobs: int = 200_000, replications: int = 10, s
     jobs, replications, warmup = check_run(jobs, replications, warmup, systems=systems, saturated=True)
     where = resolve(backend, master)
     # every job arrives at time 0 (the event overhead keeps its rate for validation only: no later arrivals)
-    cfgs = [c.replace(arrival_rate=None) if c.arrival_rate is not None and c.overhead is None else c
+    cfgs = [c.without_rate() if c.arrival_rate is not None and c.overhead is None else c
             for c in systems]
     tasks = [Task(c, jobs, s, True, warmup, False, None, r)
              for c, root in zip(cfgs, spawn_seeds(seed, len(cfgs)), strict=True)

@@ -324,12 +324,12 @@ def estimated_limit(system: BarrierSystem) -> tuple[float, str, tuple[float, flo
     if (system.overhead is None and system.placement == "central" and system.failure_rate is None
             and system.scheduling == "fcfs" and system.release == "fixed" and system.phases == 1
             and (system.tasks_pmf is not None or system.workload is not None or 0 < system.barrier_fraction < 1)):
-        return _saturated_limit(system.replace(arrival_rate=None))
+        return _saturated_limit(system.without_rate())
     if (system.overhead is not None or system.placement != "central" or system.barrier_fraction < 1
             or system.tasks_pmf is not None or system.workload is not None or limit_kind(system) != "monte-carlo"
             or system.failure_rate is not None):
         return None
-    return _estimated_limit(system.replace(arrival_rate=None))
+    return _estimated_limit(system.without_rate())
 
 
 #: the saturated run behind the guard of mixed FIFO workloads (several k, barrier and plain jobs, job classes)
@@ -417,7 +417,7 @@ def holding_ceiling(system: BarrierSystem) -> float | None:
     from .load import mean_held
 
     try:
-        held = mean_held(system.replace(arrival_rate=None) if system.overhead is None else system)
+        held = mean_held(system.without_rate() if system.overhead is None else system)
     except (ParameterError, TypeError, ValueError):
         return None
     return float(system.servers / held) if held is not None and held > 0 else None

@@ -399,6 +399,18 @@ class BarrierSystem:
         """The task law of a workload class (its own, or the system's)."""
         return job_class.task_dist if job_class.task_dist is not None else self.task_dist
 
+    def without_rate(self) -> BarrierSystem:
+        """The same system with ``arrival_rate=None``, not validated again: a validated system stays valid
+        without its arrival rate (no check reads it but its own range), and the limits cached per system
+        (the arrival rate does not enter them) are keyed on this copy without a second validation."""
+        if self.arrival_rate is None:
+            return self
+        import copy
+
+        out = copy.copy(self)
+        object.__setattr__(out, "arrival_rate", None)
+        return out
+
     def replace(self, **changes) -> BarrierSystem:
         """A copy with some fields changed (validated again).
 
