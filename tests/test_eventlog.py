@@ -241,3 +241,22 @@ def test_spark_analyze_reports_failed_jobs_apart_and_leaves_them_out_of_the_mean
     assert doc["jobs"] == 0 and doc["failed_jobs"] == 2 and doc["mean_waiting"] is None
     text = subprocess.run(cmd[:4] + [str(tmp_path / "failed")], capture_output=True, text=True)
     assert text.returncode == 0 and "no job completed" in text.stdout
+
+
+def test_spark_analyze_carries_the_harness_serving_verdict():
+    """A run the harness judged not served honestly (16 executors on 2 cores: load 3.28 per core) says so in the
+    text, in --json (serving, with its problems) and in a warning; a log outside a run folder has no verdict."""
+    import json
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "barrier_queues.cli", "spark-analyze"]
+    bad = next((ROOT / "data" / "spark-capacity" / "s16-k8-rho0.5" / "eventlog").iterdir())
+    doc = json.loads(subprocess.run(cmd + [str(bad), "--json"], capture_output=True, text=True, check=True).stdout)
+    assert doc["serving"]["honest"] is False and any("3.28 exceeds 1.5" in p for p in doc["serving"]["problems"])
+    assert any("not served honestly" in w for w in doc["warnings"])
+    text = subprocess.run(cmd + [str(bad)], capture_output=True, text=True, check=True).stdout
+    assert "served honestly   no" in text
+    alone = json.loads(subprocess.run(cmd + [str(REAL), "--json"], capture_output=True, text=True,
+                                      check=True).stdout)
+    assert alone["serving"] is None or alone["serving"]["honest"] is True

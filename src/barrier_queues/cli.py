@@ -529,6 +529,27 @@ def _print_sweep(out: dict) -> None:
     print(f"{out['points']} points in {out['out']} ({out['backend']} backend)")
 
 
+def _serving_verdict(event_log) -> dict | None:
+    """The harness's serving check of the run an event log belongs to (``metadata.json`` of the run folder that
+    holds ``eventlog/``), or None for a log outside such a folder."""
+    import json
+    from pathlib import Path
+
+    log = Path(event_log).resolve()
+    for folder in (log.parent.parent, log.parent, log.parent.parent.parent):
+        meta = folder / "metadata.json"
+        if (folder / "eventlog").is_dir() and meta.is_file():
+            try:
+                serving = json.loads(meta.read_text()).get("serving")
+            except (OSError, ValueError):
+                return None
+            if isinstance(serving, dict):
+                return {"honest": serving.get("honest"), "problems": serving.get("problems") or [],
+                        "assessed": serving.get("assessed"), "metadata": str(meta)}
+            return None
+    return None
+
+
 def _spark_analyze(args) -> dict:
     import pandas as pd
 
@@ -576,6 +597,11 @@ def _spark_analyze(args) -> dict:
                       for j in failed.itertuples()],
            "overhead_samples": [float(x) for x in samples.overhead], "revive": args.revive,
            "ks_statistic": None, "ks_pvalue": None, "warnings": warnings}
+    out["serving"] = _serving_verdict(args.event_log)
+    if out["serving"] is not None and not out["serving"].get("honest", True):
+        out["warnings"].append("the harness judged this run not served honestly by its machine ("
+                               + "; ".join(out["serving"].get("problems") or ["no reason recorded"])
+                               + "): its times carry the machine's load, not only Spark's")
     if len(samples) >= 2 and rate:
         tests = overhead_tests(samples.overhead, args.revive, rate, bootstrap=args.bootstrap)
         out.update(ks_statistic=tests["model"]["ks_statistic"], ks_pvalue=tests["model"]["ks_pvalue"],
@@ -637,6 +663,9 @@ def _print_bench(out: dict) -> None:
 
 def _print_spark(out: dict) -> None:
     print(f"event log         {out['event_log']} (Spark {out['spark_version']})")
+    serving = out.get("serving")
+    if serving is not None:
+        print(f"served honestly   {'yes' if serving['honest'] else 'no'} (the harness's check, {serving['assessed']})")
     for w in out.get("warnings") or []:
         print(f"warning           {w}")
     rate = f"{out['arrival_rate']:.4g}/s" if out["arrival_rate"] else "unknown"
