@@ -104,8 +104,11 @@ def _swf_header(text: str) -> dict:
 
 def _swf_rows(text: str, source: str) -> np.ndarray:
     """The job lines as an (n, 18) array (numpy's C reader); a malformed line is one error naming it."""
+    import warnings
+
     try:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)      # "input contained no data": the slow path says so
             data = np.loadtxt(io.StringIO(text), comments=";", dtype=float, ndmin=2)
         if data.shape[1] == SWF_FIELDS and data.shape[0] > 0 and np.isfinite(data).all():
             return data
