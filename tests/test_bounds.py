@@ -222,3 +222,11 @@ def test_bounds_lie_above_exact_m_m_c_quantiles_up_to_the_stability_edge(servers
     assert b.waiting_quantile >= wait_exact * (1 - 1e-9)
     assert b.sojourn_quantile >= soj_exact * (1 - 1e-9)
     assert b.sojourn_quantile >= b.waiting_quantile
+
+
+def test_a_subnormal_epsilon_gives_finite_quantiles():
+    """1 / 1e-310 overflows to inf; the quantile is -log(eps) / theta: finite, and the waiting bound below the
+    sojourn bound (it was inf above a finite sojourn bound)."""
+    for form in ("gigi", "gg"):
+        out = bound(bq.BarrierSystem(servers=16, tasks=8, arrival_rate=1.0), 1e-310, form=form)
+        assert math.isfinite(out.waiting_quantile) and 0 < out.waiting_quantile <= out.sojourn_quantile < math.inf

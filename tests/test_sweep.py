@@ -386,3 +386,14 @@ def test_a_resumed_sweep_refuses_points_whose_input_files_changed(tmp_path, monk
         with pytest.raises(bq.ParameterError, match="times.txt.*has changed"):
             bq.sweep(grid, out, jobs=2000, replications=2, seed=1, workers=1)
         Path("times.txt").write_text("1.0\n2.0\n")
+
+
+def test_a_grid_listing_a_value_twice_and_an_unknown_backend_setting_are_refused(tmp_path, monkeypatch):
+    with pytest.raises(bq.ParameterError, match="grid option tasks lists 2.0 twice"):
+        grid_from_options({"servers": 8, "tasks": [2, 4, 2.0], "utilization": 0.3})
+    monkeypatch.setenv("SWEEP_BACKEND", "sparky")
+    out = subprocess.run([sys.executable, "-m", "barrier_queues.cli", "sweep", "-s", "4", "-k", "1",
+                          "--utilization", "0.3", "--jobs", "1000", "--out", str(tmp_path / "s")],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "SWEEP_BACKEND must be one of 'local', 'spark' (got 'sparky')" in out.stderr
+    assert not (tmp_path / "s").exists()

@@ -217,11 +217,11 @@ class BoundProblem:
         check_choice("form", form, FORMS)
         if form == "gigi":
             t = self.theta_star
-            return WaitingBound(form, t, 1.0, t, eps, math.log(1 / eps) / t)
+            return WaitingBound(form, t, 1.0, t, eps, -math.log(eps) / t)         # (-log: 1/eps overflows below 1e-308)
 
         def quantile(theta):
             lm = float(self.log_m(theta))
-            return (lm - math.log(-math.expm1(lm)) + math.log(1 / eps)) / theta
+            return (lm - math.log(-math.expm1(lm)) - math.log(eps)) / theta
 
         t = _minimize_on_interval(quantile, 0.0, self.theta_star)
         lm = float(self.log_m(t))

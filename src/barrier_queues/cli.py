@@ -506,7 +506,10 @@ def _print_plan_phases(out: dict) -> None:
 
 
 def _sweep(args) -> dict:
+    from .backends import resolve
     from .sweep import grid_from_options, sweep
+
+    where = resolve(args.backend, args.master)            # (the SWEEP_BACKEND setting, checked, when not given)
 
     options = {dest: getattr(args, dest) for _, (dest, _, _) in _system_options().items()
                if getattr(args, dest) is not None}
@@ -514,10 +517,10 @@ def _sweep(args) -> dict:
         raise ParameterError("--servers must be given (an integer >= 1, or a comma-separated list)")
     grid = grid_from_options(options)
     table = sweep(grid, args.out, jobs=args.jobs, replications=args.replications, seed=args.seed,
-                  warmup=args.warmup, backend=args.backend, master=args.master, workers=args.workers,
+                  warmup=args.warmup, backend=where, master=None, workers=args.workers,
                   fmt=args.format, allow_unstable=args.allow_unstable, progress=False if args.json else None,
                   precision=args.precision, absolute_precision=args.precision_abs, budget=args.budget)
-    return {"out": args.out, "points": int(len(table)), "backend": args.backend,
+    return {"out": args.out, "points": int(len(table)), "backend": where.name,
             "rows": table.to_dict(orient="records") if args.json else None, "_table": table}
 
 
@@ -745,7 +748,8 @@ def _add_sweep(sub) -> None:
     sw.add_argument("--out", required=True, help="folder for the results (resumable: rerun to complete it, or "
                     "with more values or replications to extend it; only what is new is computed)")
     sw.add_argument("--format", default="csv", type=_choice("format", ("csv", "parquet")))
-    sw.add_argument("--backend", default="local", type=_choice("backend", ("local", "spark")))
+    sw.add_argument("--backend", default=None, type=_choice("backend", ("local", "spark")),
+                    help="where the points run (default: the SWEEP_BACKEND setting, else local)")
     sw.add_argument("--master", default=None, help="Spark master with --backend spark: local[N], "
                                                    "local-cluster[N,1,MB] or spark://host:port")
     sw.add_argument("--json", action="store_true")

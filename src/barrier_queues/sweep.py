@@ -111,6 +111,13 @@ def grid_from_options(options: dict) -> list[dict]:
         v = list(v) if isinstance(v, list | tuple) and name != "tasks_pmf" else [v]
         if not v:
             raise ParameterError(f"grid option {name} must have at least one value (got an empty list)")
+        seen = []
+        for x in v:
+            key = json.dumps(_canonical(x), sort_keys=True, default=str)
+            if key in seen:
+                raise ParameterError(f"grid option {name} lists {x!r} twice (got {v}): the same points would run "
+                                     "twice")
+            seen.append(key)
         values.append(v)
     size = math.prod(len(v) for v in values)
     if size > MAX_POINTS:
