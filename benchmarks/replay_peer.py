@@ -96,7 +96,7 @@ def run_ours(swf: Path, discipline: str, estimates: str, folder: Path) -> tuple[
     return seconds, dict(zip(rows[:, 0].astype(int).tolist(), rows[:, 2].tolist(), strict=True))
 
 
-def compare(log: Path, pyss: Path, python2: str) -> list[dict]:
+def compare(log: Path, pyss: Path, python2: str, pairs: dict) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -105,7 +105,7 @@ def compare(log: Path, pyss: Path, python2: str) -> list[dict]:
             shutil.copyfileobj(src, dst)
         trace = read_trace(swf)
         jobs = trace.jobs
-        for scheduler, (discipline, estimates) in PAIRS.items():
+        for scheduler, (discipline, estimates) in pairs.items():
             peer_s, peer = run_pyss(pyss, python2, swf, scheduler, folder)
             ours_s, ours = run_ours(swf, discipline, estimates, folder)
             ids = sorted(peer)
@@ -117,14 +117,21 @@ def compare(log: Path, pyss: Path, python2: str) -> list[dict]:
                     jobs.submit.to_numpy(), jobs.tasks.to_numpy(), jobs.runtime.to_numpy(), pred, trace.servers,
                     discipline).tolist(), strict=True))
                 explained = sum(alt[i] == peer[i] for i in differ)
-            rows.append({"log": log.name, "pyss": scheduler, "ours": f"{discipline} ({estimates})",
-                         "jobs": len(ids), "same_start": len(ids) - len(differ),
-                         "explained_by_event_order": explained,
-                         "unexplained": len(differ) - explained,
-                         "unexplained_jobs": differ[:20] if len(differ) > explained else [],
-                         "pyss_seconds": round(peer_s, 2), "ours_seconds": round(ours_s, 3),
-                         "speedup": round(peer_s / ours_s, 1)})
+            row = {"log": log.name, "pyss": scheduler, "ours": f"{discipline} ({estimates})",
+                   "jobs": len(ids), "same_start": len(ids) - len(differ),
+                   "explained_by_event_order": explained, "unexplained": len(differ) - explained,
+                   "unexplained_jobs": differ[:20] if len(differ) > explained else [],
+                   "pyss_seconds": round(peer_s, 2), "ours_seconds": round(ours_s, 3),
+                   "speedup": round(peer_s / ours_s, 1)}
+            rows.append(row)
+            print_row(row)
     return rows
+
+
+def print_row(r: dict) -> None:
+    print(f"| {r['log']} | {r['pyss']} | {r['ours']} | {r['jobs']:,} | {r['same_start']:,} | "
+          f"{r['explained_by_event_order']:,} | {r['unexplained']:,} | {r['pyss_seconds']} | {r['ours_seconds']} | "
+          f"{r['speedup']}x |", flush=True)
 
 
 def main() -> int:
@@ -134,6 +141,8 @@ def main() -> int:
     parser.add_argument("--traces", type=Path, default=os.environ.get("BARRIER_QUEUES_TRACES"),
                         help="the logs' folder (default: BARRIER_QUEUES_TRACES)")
     parser.add_argument("--logs", nargs="+", default=["KTH-SP2"])
+    parser.add_argument("--schedulers", nargs="+", default=list(PAIRS), choices=list(PAIRS),
+                        help="pyss schedulers to compare (default: all three)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--commit", default=None, help="pyss's commit, when --pyss is not a git checkout")
     parser.add_argument("--force", action="store_true")
@@ -145,14 +154,11 @@ def main() -> int:
     if args.traces is None:
         parser.error("--traces must be given (or BARRIER_QUEUES_TRACES set)")
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=args.pyss, capture_output=True, text=True)
-    rows = [r for name in args.logs for r in compare(args.traces / f"{name}.swf.gz", args.pyss, python2)]
     print("| log | pyss | ours | jobs | same start | explained by event order | unexplained | pyss s | ours s | "
           "speed-up |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    for r in rows:
-        print(f"| {r['log']} | {r['pyss']} | {r['ours']} | {r['jobs']:,} | {r['same_start']:,} | "
-              f"{r['explained_by_event_order']:,} | {r['unexplained']:,} | {r['pyss_seconds']} | "
-              f"{r['ours_seconds']} | {r['speedup']}x |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|", flush=True)
+    pairs = {name: PAIRS[name] for name in args.schedulers}
+    rows = [r for name in args.logs for r in compare(args.traces / f"{name}.swf.gz", args.pyss, python2, pairs)]
     if args.out is not None:
         record = {"about": "Runs of the peer pyss (the Python Scheduler Simulator of the SC'15 backfilling study, in "
                            "jad-darrous/predictsim) made on this project's machine by benchmarks/replay_peer.py; its "

@@ -204,3 +204,25 @@ def test_the_published_numbers_of_the_kth_sp2_log():
     assert exact["max_bounded_slowdown"] == pytest.approx(10_017.2, abs=0.05)
     requested = replay(trace, scheduling="backfill", estimates="requested").metrics()
     assert requested["mean_bounded_slowdown"] == pytest.approx(92.58, rel=0.005)
+
+
+def test_a_trace_as_the_workload_of_a_grid(tmp_path):
+    """replay_grid (and the command line with comma-separated values): one row per combination, each the same
+    metrics as the replay alone; a value listed twice refused."""
+    from barrier_queues.replay import replay_grid
+
+    path = tmp_path / "t.swf"
+    path.write_text(SWF)
+    trace = read_trace(path)
+    table = replay_grid(trace, {"servers": [8, 12], "scheduling": ["fcfs", "backfill"], "load_scale": 1.5})
+    assert len(table) == 4 and table.servers.tolist() == [8, 8, 12, 12]
+    for row in table.itertuples():
+        alone = replay(trace, servers=row.servers, scheduling=row.scheduling, load_scale=1.5).metrics()
+        assert row.mean_bounded_slowdown == alone["mean_bounded_slowdown"]
+    with pytest.raises(bq.ParameterError, match="must list distinct values"):
+        replay_grid(trace, {"scheduling": ["fcfs", "fcfs"]})
+    out = subprocess.run([sys.executable, "-m", "barrier_queues.cli", "replay", str(path), "--scheduling",
+                          "fcfs,first-fit", "--servers", "8,12", "--json"], capture_output=True, text=True, check=True)
+    rows = json.loads(out.stdout)["rows"]
+    assert [(r["servers"], r["scheduling"]) for r in rows] == [(8, "fcfs"), (8, "first-fit"), (12, "fcfs"),
+                                                                (12, "first-fit")]

@@ -131,6 +131,13 @@ def _float(name: str, low: float | None = None, high: float | None = None, open_
     return parse
 
 
+def _list_of(parse):
+    """A comma-separated list of values, each read by ``parse`` (its error names the option)."""
+    def parse_list(text):
+        return [parse(part) for part in text.split(",")]
+    return parse_list
+
+
 def _scale(name: str):
     """A rate or a time in seconds, ``1e-9 <= x <= 1e9``: no reciprocal, product or
     sum of such values leaves the floating-point range."""
@@ -870,8 +877,22 @@ def _replay(args) -> dict:
             raise ParameterError(f"--size-classes must be comma-separated integers >= 1, the lower bounds of k "
                                  f"(got {args.size_classes!r})") from None
     trace = read_trace(args.trace, width=args.width)
-    result = replay(trace, servers=args.servers, scheduling=args.scheduling, estimates=args.estimates,
-                    load_scale=args.load_scale)
+    grid = {name: values for name, values in (("servers", args.servers), ("scheduling", args.scheduling),
+                                               ("estimates", args.estimates), ("load_scale", args.load_scale))
+            if values is not None and len(values) > 1}
+    if grid:                                             # a trace as the workload of a grid: one row per point
+        if args.jobs_out or args.size_classes:
+            raise ParameterError("--jobs-out and --size-classes must come with one value of each option (got a "
+                                 "grid: " + ", ".join(f"{k} {v}" for k, v in grid.items()) + ")")
+        from .replay import replay_grid
+
+        fixed = {name: values[0] for name, values in (("servers", args.servers), ("scheduling", args.scheduling),
+                                                      ("estimates", args.estimates), ("load_scale", args.load_scale))
+                 if values is not None and len(values) == 1}
+        table = replay_grid(trace, {**fixed, **grid}, tau=args.bsld_tau, trim=args.trim)
+        return {"trace": trace.describe(), "rows": table.to_dict(orient="records"), "_table": table}
+    result = replay(trace, servers=args.servers[0] if args.servers else None, scheduling=args.scheduling[0],
+                    estimates=args.estimates[0], load_scale=args.load_scale[0])
     out = result.summary(tau=args.bsld_tau, trim=args.trim, size_edges=edges)
     if args.jobs_out:
         result.jobs[["job_id", "submit", "start", "end", "tasks"]].to_csv(args.jobs_out, index=False,
@@ -882,6 +903,11 @@ def _replay(args) -> dict:
 
 def _print_replay(out: dict) -> None:
     tr = out["trace"]
+    if "rows" in out:                                    # a grid
+        skipped = ", ".join(f"{n} {reason}" for reason, n in tr["skipped"].items()) or "none"
+        print(f"trace             {tr['source']} ({tr['format']}): {tr['jobs']} jobs; skipped: {skipped}")
+        print(out["_table"].drop(columns=["point"]).to_string(index=False, float_format=lambda x: f"{x:.6g}"))
+        return
     skipped = ", ".join(f"{n} {reason}" for reason, n in tr["skipped"].items()) or "none"
     print(f"trace             {tr['source']} ({tr['format']}): {tr['replayed']} jobs replayed; skipped: {skipped}")
     for note in tr["notes"]:
@@ -910,17 +936,18 @@ def _add_replay(sub) -> None:
                         description="Replay a workload log under a scheduling discipline: an SWF log of the "
                                     "Parallel Workloads Archive (plain or gzip), a CSV trace, or a Spark event log.")
     rp.add_argument("trace", help="SWF file (.swf or .swf.gz), CSV trace, or Spark event log (file or folder)")
-    rp.add_argument("--scheduling", choices=("fcfs", "first-fit", "backfill", "server-filling"), default="fcfs",
-                    help="discipline (default fcfs; backfill is EASY)")
-    rp.add_argument("--servers", type=_int("servers", 1, 10**7), default=None,
-                    help="workers (default: the log's MaxProcs)")
-    rp.add_argument("--estimates", choices=("exact", "requested"), default="exact",
+    rp.add_argument("--scheduling", type=_list_of(_choice("scheduling", ("fcfs", "first-fit", "backfill",
+                                                                         "server-filling"))), default=["fcfs"],
+                    help="discipline (default fcfs; backfill is EASY); a comma-separated list makes a grid")
+    rp.add_argument("--servers", type=_list_of(_int("servers", 1, 10**7)), default=None,
+                    help="workers (default: the log's MaxProcs); a list makes a grid")
+    rp.add_argument("--estimates", type=_list_of(_choice("estimates", ("exact", "requested"))), default=["exact"],
                     help="EASY's runtime predictions: the true runtimes (default) or the requested times")
     rp.add_argument("--width", choices=("requested", "allocated"), default="requested",
                     help="SWF job width: field 8 (requested processors) first, else field 5 (default), or the "
                          "other way round")
-    rp.add_argument("--load-scale", type=_float("load-scale", 1e-3, 1e3), default=1.0,
-                    help="compress submissions by this factor (2: twice the load; default 1)")
+    rp.add_argument("--load-scale", type=_list_of(_float("load-scale", 1e-3, 1e3)), default=[1.0],
+                    help="compress submissions by this factor (2: twice the load; default 1); a list makes a grid")
     rp.add_argument("--bsld-tau", type=_float("bsld-tau", 0, 1e9, open_low=True), default=10.0,
                     help="bounded slowdown's threshold in the trace's time unit (default 10 s)")
     rp.add_argument("--trim", action="store_true",

@@ -221,4 +221,42 @@ def trace_metrics(jobs: pd.DataFrame, servers: int, tau: float = BSLD_TAU, trim:
     return out
 
 
-__all__ = ["BSLD_TAU", "DISCIPLINES", "ESTIMATES", "ReplayResult", "replay", "size_classes", "trace_metrics"]
+#: the options a grid of replays may vary, in the order they multiply out (the last varies fastest)
+GRID_OPTIONS = ("servers", "scheduling", "estimates", "load_scale")
+
+
+def replay_grid(trace: Trace, grid: dict, tau: float = BSLD_TAU, trim: bool = False) -> pd.DataFrame:
+    """A trace as the workload of a grid: one replay per combination of the values in ``grid`` (keys among
+    ``servers``, ``scheduling``, ``estimates``, ``load_scale``; a scalar counts as one value; a value listed
+    twice is refused), one row each with its overall metrics. A replay is deterministic, so a row has no
+    interval and needs no seed."""
+    import itertools
+
+    if not isinstance(grid, dict):
+        raise ParameterError(f"grid must be a dict of option values (got {type(grid).__name__})")
+    unknown = sorted(set(grid) - set(GRID_OPTIONS))
+    if unknown:
+        raise ParameterError(f"grid options must be among {', '.join(GRID_OPTIONS)} (got unknown {unknown})")
+    names = [n for n in GRID_OPTIONS if n in grid]
+    values = []
+    for name in names:
+        v = list(grid[name]) if isinstance(grid[name], list | tuple) else [grid[name]]
+        if not v or len(set(map(str, v))) < len(v):
+            raise ParameterError(f"grid option {name} must list distinct values (got {v})")
+        values.append(v)
+    rows = []
+    for i, combo in enumerate(itertools.product(*values)):
+        point = dict(zip(names, combo, strict=True))
+        result = replay(trace, **point)
+        m = result.metrics(tau=tau, trim=trim)
+        rows.append({"point": i, "servers": result.servers, "scheduling": result.scheduling,
+                     "estimates": result.estimates, "load_scale": result.load_scale,
+                     **{k: m[k] for k in ("jobs", "measured_jobs", "mean_waiting", "max_waiting", "mean_sojourn",
+                                          "mean_bounded_slowdown", "max_bounded_slowdown", "utilization",
+                                          "makespan")},
+                     "skipped": int(sum(result.trace["skipped"].values()))})
+    return pd.DataFrame(rows)
+
+
+__all__ = ["BSLD_TAU", "DISCIPLINES", "ESTIMATES", "GRID_OPTIONS", "ReplayResult", "replay", "replay_grid",
+           "size_classes", "trace_metrics"]
