@@ -112,5 +112,5 @@ def test_the_replay_benchmark_times_every_rule_and_checks_the_reference(tmp_path
                      "--jobs", "5000"))
     logs = [r for r in rows if r[0] == "tiny"]
     assert [r[2] for r in logs] == ["fcfs (exact)", "first-fit (exact)", "backfill (exact)", "backfill (requested)"]
-    assert all(r[5] == "True" and float(r[3]) > 0 for r in logs)
+    assert all(r[6] == "True" and float(r[3]) > 0 and float(r[4]) > 0 for r in logs)
     assert len([r for r in rows if r[0] != "tiny" and r[0] != "log" and r[0] != "rule"]) == 4
