@@ -67,6 +67,7 @@ def test_the_kernel_with_failures_equals_its_reference_job_by_job(name, discipli
     _same(waitlist.run_inputs(system, inputs), waitlist.reference(system, inputs))
 
 
+@pytest.mark.slow                      # (11-27 s each here: the full suite runs them)
 @pytest.mark.parametrize("discipline, barrier_fraction", [("fcfs", 1.0), ("first-fit", 1.0), ("fcfs", 0.5),
                                                           ("backfill", 0.5)])
 def test_across_chunk_boundaries_with_failures(discipline, barrier_fraction):

@@ -346,6 +346,7 @@ def test_measured_utilization_matches_offered(name):
     assert res.summary()["utilization"] == pytest.approx(np.mean(per_rep), rel=1e-3)
 
 
+@pytest.mark.slow                      # (about 28 s here: the full suite runs it)
 def test_a_short_run_never_reports_an_impossible_utilization():
     """Measured utilization: the measured jobs' server time over s x (first arrival to last departure), at
     most 1 by construction; below 100 measured jobs none at all (NaN, its reason in the JSON). Before, the
@@ -378,6 +379,7 @@ def mms_trials():
     return s, lam, results
 
 
+@pytest.mark.slow                      # (its 200 runs take about 12 s: the full suite runs it)
 def test_mean_interval_coverage_on_mms_erlang_c(mms_trials):
     """The 95 % interval method (MSER-5 warm-up, t over 10 replications) covers the exact Erlang-C mean
     waiting time in 95 % of many small independent runs, within a binomial tolerance (fixed seeds)."""
@@ -390,6 +392,7 @@ def test_mean_interval_coverage_on_mms_erlang_c(mms_trials):
     assert low <= hits <= high, f"{hits} of {len(results)} intervals cover the exact mean (tolerance {low}-{high})"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("q", ["0.9", "0.99"])
 def test_quantile_interval_coverage_on_mms_erlang_c(mms_trials, q):
     """The quantile's sectioning interval (pooled quantile +- t x spread of the replications' quantiles)

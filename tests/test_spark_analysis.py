@@ -366,6 +366,7 @@ def test_cross_validation_fits_on_one_run_and_tests_on_another(run):
     assert list(table.fitted_on) == [run.name, "other"] and (table.ks_pvalue > 0).all()
 
 
+@pytest.mark.slow                      # (about 8 s here: the full suite runs it)
 def test_parametric_bootstrap_pvalue_is_calibrated():
     """At fitted parameters the plain KS p-value is too large; the bootstrap's is uniform under the model."""
     from barrier_queues.overhead import ks_test_fitted
