@@ -1,4 +1,4 @@
-"""Figures of the paper, drawn from library results.
+"""Figures of the paper, drawn from library results (matplotlib and seaborn: the ``[book]`` extra).
 
 Each ``figN_*`` function takes the data it plots (a tidy DataFrame made by the
 library, so that computing and restyling are separate steps) and returns the
@@ -7,11 +7,16 @@ matplotlib Figure. Every figure states its parameters in its title or legend.
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import matplotlib.ticker as mticker
 import numpy as np
 import pandas as pd
-import seaborn as sns
+
+try:                                    # the plotting stack is the [book] extra: the simulator needs none of it
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker as mticker
+    import seaborn as sns
+except ImportError as exc:              # pragma: no cover - exercised in an install without the extra
+    raise ImportError(f"barrier_queues.figures needs matplotlib and seaborn ({exc.name} is missing): install "
+                      "barrier-queues[book]") from None
 
 from .order_stats import harmonic
 
