@@ -16,91 +16,96 @@ WAITING, STARTED, RETRY = C_WAITING, C_STARTED, C_RETRY
 
 
 cdef struct Wait:
-    const double* arrival
-    const int64_t* k
-    const unsigned char* barrier
-    const int64_t* cls
-    const int64_t* toff
-    const double* times
-    int64_t* status
-    int64_t* handed
-    double* start
-    double* dep
-    double* work
-    double* useful
-    int64_t* completed
-    int64_t* nxt
-    int64_t* prv
-    int64_t* cnext
-    int64_t* cprev
-    int64_t* chead
-    int64_t* ctail
-    const int64_t* creq
-    int64_t nclass
-    int64_t head
-    int64_t tail
-    double* rel_time
-    int64_t* rel_worker
-    int64_t n_rel
-    int64_t* free_ids
-    int64_t n_free
-    double* run
-    double* scratch
-    double* sorted_rel
-    bint srt
-    bint arr
-    bint srel
-    bint ids
+    # the window's jobs (per job, in arrival order; read-only inputs, then results written in place)
+    const double* arrival                     # arrival time
+    const int64_t* k                          # tasks
+    const unsigned char* barrier              # barrier job (all k tasks start together) or plain
+    const int64_t* cls                        # class: (k, barrier) index, for first-fit's per-class lists
+    const int64_t* toff                       # offset of the job's draws (holds with failures) in times
+    const double* times                       # every job's draws, each job's from its toff
+    int64_t* status                           # waiting, started, retry (failures) or done
+    int64_t* handed                           # tasks handed out so far (a plain job starts task by task)
+    double* start                             # result: start of the last task (the paper's waiting ends there)
+    double* dep                               # result: departure
+    double* work                              # result: worker-time of the job's tasks
+    double* useful                            # result: work of its completed tasks
+    int64_t* completed                        # result: tasks completed (l of k)
+    # the waiting list: a doubly linked list in arrival order, and one per class
+    int64_t* nxt                              # next waiting job (-1: none)
+    int64_t* prv                              # previous waiting job
+    int64_t* cnext                            # next waiting job of the same class
+    int64_t* cprev                            # previous waiting job of the same class
+    int64_t* chead                            # per class: its first waiting job (-1: none)
+    int64_t* ctail                            # per class: its last waiting job
+    const int64_t* creq                       # per class: free workers a start needs (k, or 1 for plain jobs)
+    int64_t nclass                            # classes
+    int64_t head                              # first waiting job (-1: none)
+    int64_t tail                              # last waiting job
+    # the workers: pending releases (a heap of (time, worker), or the sorted array below) and free ids
+    double* rel_time                          # heap: release times
+    int64_t* rel_worker                       # heap: the released worker
+    int64_t n_rel                             # heap entries
+    int64_t* free_ids                         # free workers' ids, a min-heap (lowest id first) or a count
+    int64_t n_free                            # free workers
+    double* run                               # scratch: one job's per-task hold times (its service)
+    double* scratch                           # scratch: one job's release times, before they are merged
+    double* sorted_rel                        # the pending release times, ascending, in [slo, shi)
+    bint srt                                  # backfill: keep sorted_rel and the per-class trees
+    bint arr                                  # sorted_rel alone holds the releases (no heap, no worker ids)
+    bint srel                                 # sorted_rel is kept (srt or arr)
+    bint ids                                  # worker ids are tracked (a trace, or failures' kills in the heap)
     # backfill: each waiting job's key (how long it would hold its last worker if started now) and, per class
     # with more than bt_min waiting jobs, a min segment tree of the keys over its jobs (arrival order)
-    double* bkey
-    int64_t* bcount
-    int64_t* bon
-    int64_t bt_min
-    double* btree
-    const int64_t* bbase
-    const int64_t* bsize
-    const int64_t* bpos
-    const int64_t* bjobs
-    const int64_t* bjbase
-    const Service* sv
-    int64_t slo
-    int64_t shi
-    int64_t scap
-    bint two_barrier
-    int64_t servers
-    bint event
-    double revive
-    double phase
-    double tick_n
-    bint do_trace
-    int64_t* trace_worker
-    double* trace_start
-    double* trace_end
+    double* bkey                              # per job: its key
+    int64_t* bcount                           # per class: its waiting jobs
+    int64_t* bon                              # per class: its tree is on (more than bt_min jobs wait)
+    int64_t bt_min                            # the most jobs a class's list is walked for (BACKFILL_LIST_MAX)
+    double* btree                             # every class's tree, one after another
+    const int64_t* bbase                      # per class: its tree's offset in btree
+    const int64_t* bsize                      # per class: its tree's leaves (a power of two)
+    const int64_t* bpos                       # per job: its leaf in its class's tree
+    const int64_t* bjobs                      # per class (from bjbase): its window jobs in arrival order
+    const int64_t* bjbase                     # per class: its first entry in bjobs
+    const Service* sv                         # the service rule of every job (barrier_queues.rules)
+    int64_t slo                               # sorted_rel's first pending entry
+    int64_t shi                               # sorted_rel's end
+    int64_t scap                              # sorted_rel's capacity (2 s + 1)
+    bint two_barrier                          # workers held until the job departs
+    int64_t servers                           # s
+    # Spark's offers (overhead "event"): released workers offered one by one; global offers at revive ticks
+    bint event                                # Spark's offers on
+    double revive                             # revive interval R
+    double phase                              # the revive timer's phase
+    double tick_n                             # the next tick's index (phase + tick_n R)
+    # a trace of every task (worker, start, end), for figures
+    bint do_trace                             # record the trace
+    int64_t* trace_worker                     # per draw: its worker
+    double* trace_start                       # per draw: its start
+    double* trace_end                         # per draw: its end
     # failures (barrier_queues.failures): a job's attempts, drawn with it; times holds each attempt's holds
-    bint fail
-    const int64_t* natt
-    int64_t* attempt
-    const unsigned char* aborted
-    double delay
-    double* rt_time
-    int64_t* rt_job
-    int64_t n_rt
+    bint fail                                 # failures on
+    const int64_t* natt                       # per job: its attempts
+    int64_t* attempt                          # per job: its current attempt
+    const unsigned char* aborted              # per job: its last attempt fails (it aborts)
+    double delay                              # resubmit delay D
+    double* rt_time                           # retry heap: when a failed unit waits again
+    int64_t* rt_job                           # retry heap: the unit
+    int64_t n_rt                              # retry heap entries
     # units (failures.units): a barrier job, or one task of a non-barrier job (retried alone); rt_job holds units
-    const int64_t* ufirst
-    const int64_t* ujob
-    const int64_t* utoff
-    const int64_t* unatt
-    const unsigned char* uab
-    int64_t* ucur
-    int64_t* unext
-    int64_t* rtop
-    int64_t* left
-    unsigned char* doomed
-    double* ab_time
-    int64_t* ab_job
-    int64_t n_ab
-    int64_t* wunit
+    const int64_t* ufirst                     # per job: its first unit
+    const int64_t* ujob                       # per unit: its job
+    const int64_t* utoff                      # per unit: offset of its attempts' holds in times
+    const int64_t* unatt                      # per unit: its attempts
+    const unsigned char* uab                  # per unit: its last attempt fails
+    int64_t* ucur                             # per unit: its current attempt
+    int64_t* unext                            # per unit: the next failed task due again in its job's list
+    int64_t* rtop                             # per job: the first of its failed tasks due again (-1: none)
+    int64_t* left                             # per job: tasks whose last attempt has not started
+    unsigned char* doomed                     # per job: a last attempt failed, the job aborts at its abort time
+    double* ab_time                           # abort heap: when a doomed job aborts
+    int64_t* ab_job                           # abort heap: the job
+    int64_t n_ab                              # abort heap entries
+    int64_t* wunit                            # per worker: the unit it runs (-1: none; with worker ids)
     double* urun                              # each unit's running attempt's end (failures without worker ids)
 
 
