@@ -246,9 +246,9 @@ def test_the_retry_and_abort_heaps_grow_with_the_entries_they_hold(discipline, m
     append, grew = waitlist._Window.append, []
 
     def spy(self, chunk):
-        size, held = self.rt_time.size, int(self.heap_state[2:].sum())
+        size, held = self.state.rt_time.size, int(self.state.heap_state[2:].sum())
         pos = append(self, chunk)
-        if self.rt_time.size > size:
+        if self.state.rt_time.size > size:
             grew.append(held)
         return pos
 

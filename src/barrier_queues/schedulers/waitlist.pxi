@@ -921,47 +921,144 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
             return
 
 
-def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned char[::1] barrier,
-                 const int64_t[::1] cls, const int64_t[::1] toff, const double[::1] times, int64_t[::1] status,
-                 int64_t[::1] handed, double[::1] start, double[::1] dep, double[::1] work, double[::1] useful,
-                 int64_t[::1] completed, const int64_t[::1] creq, int64_t pos, double next_first_arrival,
-                 int64_t discipline, int64_t phases, int64_t policy, int64_t stragglers, const double[::1] params,
-                 bint two_barrier, double[::1] rel_time, int64_t[::1] rel_worker, int64_t[::1] heap_state,
-                 int64_t[::1] free_ids, int64_t[::1] trace_worker, double[::1] trace_start, double[::1] trace_end,
-                 bint event_overhead=False, double revive=1.0, double phase=0.0, double[::1] tick_state=None,
-                 const int64_t[::1] natt=None, int64_t[::1] attempt=None, const unsigned char[::1] aborted=None,
-                 double delay=0.0, double[::1] rt_time=None, int64_t[::1] rt_job=None,
-                 const int64_t[::1] ufirst=None, const int64_t[::1] ujob=None, const int64_t[::1] utoff=None,
-                 const int64_t[::1] unatt=None, const unsigned char[::1] uab=None, int64_t[::1] ucur=None,
-                 int64_t[::1] unext=None, int64_t[::1] rtop=None, int64_t[::1] left=None,
-                 unsigned char[::1] doomed=None, double[::1] ab_time=None, int64_t[::1] ab_job=None,
-                 int64_t[::1] wunit=None, bint sorted_releases=False, int64_t backfill_list_max=32,
-                 bint failure_ids=True, double[::1] urun=None):
+cdef class WaitlistState:
+    """What one replication of the waiting-list scheduler carries from chunk to chunk, and its settings: made
+    once per replication (:class:`barrier_queues.schedulers.waitlist._Window` holds it), read and written by
+    :func:`run_waitlist` at every chunk. Arrays are numpy arrays (the window renumbers and grows the failure
+    heaps between chunks; the kernel reads them through these attributes only)."""
+
+    # settings, fixed for the replication
+    cdef public int64_t discipline            # fcfs, first-fit, backfill or server-filling (checked here)
+    cdef public int64_t phases                # phases per job (barrier() sync points + 1)
+    cdef public int64_t policy                # the release rule's code (barrier_queues.rules)
+    cdef public int64_t stragglers            # tasks killed at the release (k - l)
+    cdef public object params                 # the rule's float parameters (PARAM_SLOTS order)
+    cdef public bint two_barrier              # workers held until the job departs
+    cdef public bint event_overhead           # Spark's offers (overhead "event")
+    cdef public double revive                 # Spark's revive interval R
+    cdef public double phase                  # the revive timer's phase
+    cdef public bint sorted_releases          # the releases may be one ascending array (no worker ids needed)
+    cdef public int64_t backfill_list_max     # backfill walks a class's list up to this many waiting jobs
+    cdef public bint fail                     # failures on
+    cdef public bint failure_ids              # failures kill running tasks by worker id (non-barrier jobs)
+    cdef public double delay                  # failures: the resubmit delay D
+    # state carried from chunk to chunk
+    cdef public object rel_time               # pending releases: times (a heap with rel_worker, or ascending)
+    cdef public object rel_worker             # pending releases: the worker each frees
+    cdef public object free_ids               # free workers' ids (a heap)
+    cdef public object heap_state             # [pending releases, free workers, retry entries, abort entries]
+    cdef public object tick_state             # [the next revive tick's index]
+    cdef public object rt_time                # failures: the retry heap's times
+    cdef public object rt_job                 # failures: the retry heap's units
+    cdef public object ab_time                # failures: the abort heap's times
+    cdef public object ab_job                 # failures: the abort heap's jobs
+    cdef public object wunit                  # failures: each worker's unit (-1: none)
+
+    def __init__(self, int64_t servers, int64_t discipline, int64_t phases, int64_t policy, int64_t stragglers,
+                 params, bint two_barrier, bint event_overhead=False, double revive=1.0, bint fail=False,
+                 bint failure_ids=True, double delay=0.0, bint sorted_releases=False,
+                 int64_t backfill_list_max=32):
+        if discipline != C_FCFS and discipline != C_FIRST_FIT and discipline != C_BACKFILL and \
+                discipline != C_SERVER_FILLING:
+            raise ValueError(f"WaitlistState: unknown discipline code {discipline} (a discipline without a "
+                             "branch in the kernel must not run as another)")
+        self.discipline, self.phases, self.policy, self.stragglers = discipline, phases, policy, stragglers
+        self.params = np.asarray(params, dtype=np.float64)
+        self.two_barrier, self.event_overhead, self.revive, self.phase = two_barrier, event_overhead, revive, 0.0
+        self.sorted_releases, self.backfill_list_max = sorted_releases, backfill_list_max
+        self.fail, self.failure_ids, self.delay = fail, failure_ids, delay
+        self.rel_time, self.rel_worker = np.zeros(servers), np.zeros(servers, dtype=np.int64)
+        self.free_ids = np.arange(servers, dtype=np.int64)
+        self.heap_state = np.array([0, servers, 0, 0], dtype=np.int64)
+        self.tick_state = np.zeros(1)
+        self.rt_time, self.rt_job = np.zeros(0), np.zeros(0, dtype=np.int64)
+        self.ab_time, self.ab_job = np.zeros(0), np.zeros(0, dtype=np.int64)
+        self.wunit = np.full(servers, -1, dtype=np.int64)
+
+
+def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double next_first_arrival, tuple trace):
     """Process a window of jobs (those of earlier calls that have not all started, then a new chunk from
     ``pos``) until every event before ``next_first_arrival`` (inf: drain) is done; see the module docstring of
-    :mod:`barrier_queues.schedulers.waitlist`. ``heap_state`` = (releases pending, free workers) carries the
-    workers from call to call in ``rel_time``/``rel_worker`` (a heap of (time, worker)) and ``free_ids``.
+    :mod:`barrier_queues.schedulers.waitlist`. ``st``: the replication's :class:`WaitlistState` (settings, and
+    the workers and heaps carried from call to call: a heap of (time, worker) releases in ``rel_time`` /
+    ``rel_worker`` and the free ``free_ids``). ``jobs``: the window's per-job arrays (``arrival``, ``k``,
+    ``barrier`` as uint8, ``cls``, ``toff``, ``status``, ``handed``, ``start``, ``dep``, ``work``, ``useful``,
+    ``completed``, and with failures ``natt``, ``attempt``, ``aborted`` as uint8, ``ufirst``, ``rtop``,
+    ``left``, ``doomed``), its draws ``times`` and the classes' ``creq``. ``units`` (failures): per unit
+    ``ujob``, ``utoff``, ``unatt``, ``uab``, ``ucur``, ``unext``, ``urun``. ``trace``: (worker, start, end) per
+    draw, empty arrays for none.
+
     With ``event_overhead`` (Spark's offers): a release offers only the freed workers, one by one, to jobs
     that need one slot; revive ticks (``phase`` + n ``revive``; n carried in ``tick_state[0]``) and arrivals
-    make global offers. With ``natt`` (failures): ``times`` holds every attempt's holds (``k`` per attempt from
-    ``toff``), ``attempt`` each job's current attempt, ``aborted`` whether its last attempt fails; failed jobs
-    wait in the heap ``rt_time``/``rt_job`` (``heap_state[2]`` entries, by unit) until they wait again; the units
-    (``ufirst`` per job; ``ujob``, ``utoff``, ``unatt``, ``uab``, ``ucur``, ``unext`` per unit) let a non-barrier
-    job's tasks fail and be retried alone (``rtop``: its failed tasks due again, ``left``: tasks whose last
-    attempt has not started, ``doomed``; aborts in the heap ``ab_time``/``ab_job``, ``heap_state[3]`` entries;
-    ``wunit``: each worker's unit, with worker ids; ``urun``: each unit's running attempt's end, without). With
-    ``sorted_releases`` and no trace, the pending releases are kept in an ascending array instead of the heap,
-    and the free workers are a count (the same outputs: no result depends on the order of releases at one
-    instant, or on which free worker a task takes; for few workers, as the central kernel's free times).
-    ``failure_ids`` (failures of non-barrier jobs, whose aborts kill their running tasks) needs worker ids
-    only with the heap: in the array a killed task's release is found by its time (``urun``). Backfill
-    looks for a class's next job in its list of waiting jobs while at most ``backfill_list_max`` wait, in its
-    segment tree above (the same job: the first in arrival order that qualifies); a short queue then pays no tree
-    update per arrival, start and task."""
-    if discipline != C_FCFS and discipline != C_FIRST_FIT and discipline != C_BACKFILL and \
-            discipline != C_SERVER_FILLING:
-        raise ValueError(f"run_waitlist: unknown discipline code {discipline} (a discipline without a branch "
-                         "here must not run as another)")
+    make global offers. With failures: ``times`` holds every attempt's holds (``k`` per attempt from ``toff``),
+    ``attempt`` each job's current attempt, ``aborted`` whether its last attempt fails; failed units wait in
+    the retry heap until they wait again; a non-barrier job's tasks fail and are retried alone (``rtop``: its
+    failed tasks due again, ``left``: tasks whose last attempt has not started, ``doomed``; aborts in the abort
+    heap; ``wunit``: each worker's unit, with worker ids; ``urun``: each unit's running attempt's end, without).
+    With ``sorted_releases`` and no trace, the pending releases are kept in an ascending array instead of the
+    heap, and the free workers are a count (the same outputs: no result depends on the order of releases at
+    one instant, or on which free worker a task takes). Backfill looks for a class's next job in its list of
+    waiting jobs while at most ``backfill_list_max`` wait, in its segment tree above (the same job)."""
+    cdef const double[::1] arrival = jobs["arrival"]
+    cdef const int64_t[::1] k = jobs["k"]
+    cdef const unsigned char[::1] barrier = jobs["barrier"]
+    cdef const int64_t[::1] cls = jobs["cls"]
+    cdef const int64_t[::1] toff = jobs["toff"]
+    cdef const double[::1] times = jobs["times"]
+    cdef int64_t[::1] status = jobs["status"]
+    cdef int64_t[::1] handed = jobs["handed"]
+    cdef double[::1] start = jobs["start"]
+    cdef double[::1] dep = jobs["dep"]
+    cdef double[::1] work = jobs["work"]
+    cdef double[::1] useful = jobs["useful"]
+    cdef int64_t[::1] completed = jobs["completed"]
+    cdef const int64_t[::1] creq = jobs["creq"]
+    cdef int64_t discipline = st.discipline
+    cdef int64_t phases = st.phases
+    cdef int64_t policy = st.policy
+    cdef int64_t stragglers = st.stragglers
+    cdef const double[::1] params = st.params
+    cdef bint two_barrier = st.two_barrier
+    cdef double[::1] rel_time = st.rel_time
+    cdef int64_t[::1] rel_worker = st.rel_worker
+    cdef int64_t[::1] heap_state = st.heap_state
+    cdef int64_t[::1] free_ids = st.free_ids
+    cdef int64_t[::1] trace_worker = trace[0]
+    cdef double[::1] trace_start = trace[1]
+    cdef double[::1] trace_end = trace[2]
+    cdef bint event_overhead = st.event_overhead
+    cdef double revive = st.revive
+    cdef double phase = st.phase
+    cdef double[::1] tick_state = st.tick_state
+    cdef bint sorted_releases = st.sorted_releases
+    cdef int64_t backfill_list_max = st.backfill_list_max
+    cdef bint failure_ids = st.failure_ids
+    cdef double delay = st.delay
+    cdef const int64_t[::1] natt = None
+    cdef int64_t[::1] attempt = None
+    cdef const unsigned char[::1] aborted = None
+    cdef double[::1] rt_time = None
+    cdef int64_t[::1] rt_job = None
+    cdef const int64_t[::1] ufirst = None
+    cdef const int64_t[::1] ujob = None
+    cdef const int64_t[::1] utoff = None
+    cdef const int64_t[::1] unatt = None
+    cdef const unsigned char[::1] uab = None
+    cdef int64_t[::1] ucur = None
+    cdef int64_t[::1] unext = None
+    cdef int64_t[::1] rtop = None
+    cdef int64_t[::1] left = None
+    cdef unsigned char[::1] doomed = None
+    cdef double[::1] ab_time = None
+    cdef int64_t[::1] ab_job = None
+    cdef int64_t[::1] wunit = None
+    cdef double[::1] urun = None
+    if st.fail:
+        natt, attempt, aborted = jobs["natt"], jobs["attempt"], jobs["aborted"]
+        ufirst, rtop, left, doomed = jobs["ufirst"], jobs["rtop"], jobs["left"], jobs["doomed"]
+        rt_time, rt_job, ab_time, ab_job, wunit = st.rt_time, st.rt_job, st.ab_time, st.ab_job, st.wunit
+        ujob, utoff, unatt, uab = units["ujob"], units["utoff"], units["unatt"], units["uab"]
+        ucur, unext, urun = units["ucur"], units["unext"], units["urun"]
     cdef Service sv = _service(phases, policy, stragglers, params)
     cdef int64_t nw = arrival.shape[0]
     cdef int64_t nclass = creq.shape[0]
@@ -1023,7 +1120,7 @@ def run_waitlist(const double[::1] arrival, const int64_t[::1] k, const unsigned
     q.trace_worker = &trace_worker[0] if q.do_trace else NULL
     q.trace_start = &trace_start[0] if q.do_trace else NULL
     q.trace_end = &trace_end[0] if q.do_trace else NULL
-    q.fail = natt is not None
+    q.fail = st.fail
     q.natt = &natt[0] if q.fail and nw else NULL
     q.attempt = &attempt[0] if q.fail and nw else NULL
     q.aborted = &aborted[0] if q.fail and nw else NULL

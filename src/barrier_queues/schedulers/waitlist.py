@@ -182,32 +182,31 @@ class _Window:
     #: window keeps (twice the most kept so far above: :meth:`_prebuild`)
     ROOMS = (1024, 4096, 16384)
 
-    def __init__(self, system):
+    def __init__(self, system, discipline: int):
         self.system = system
         self.ks, self.creq = classes(system)
         self.rows = None                                     # the jobs (set by the first chunk: see FIELDS)
         self._draws, self._used = np.empty(0), 0             # the draws (holds): a buffer that doubles
-        s = system.servers
-        self.rel_time, self.rel_worker = np.zeros(s), np.zeros(s, dtype=np.int64)
-        self.free_ids = np.arange(s, dtype=np.int64)
-        self.tick_state = np.zeros(1)
-        self.phase = 0.0
         self.fail = failures.enabled(system)
         # an abort kills running tasks only with failures of non-barrier jobs: found by worker id with the heap
         # of releases (above SORTED_FREE_MAX workers), by their release times in the ascending array
         all_barrier = (system.barrier_fraction >= 1 if system.workload is None
                        else all(c.barrier for c in system.workload))
         self.kills = self.fail and not all_barrier
-        self.heap_state = np.array([0, s, 0, 0], dtype=np.int64)  # releases, free workers, retries, aborts
-        self.rt_time, self.rt_job = np.zeros(0), np.zeros(0, dtype=np.int64)
-        self.ab_time, self.ab_job = np.zeros(0), np.zeros(0, dtype=np.int64)
+        policy, stragglers, params = kernel_params(system)
+        # the kernel's state, carried from chunk to chunk (workers, releases, revive tick, failure heaps): one
+        # object made here, read and written by the kernel; the window only renumbers and grows its heaps
+        self.state = kernels_module().WaitlistState(
+            system.servers, discipline, system.phases, policy, stragglers, params, system.barriers == 2,
+            event_overhead=system.overhead == "event", revive=system.revive_interval or 1.0, fail=self.fail,
+            failure_ids=self.kills, delay=system.resubmit_delay if self.fail else 0.0,
+            sorted_releases=releases_in_array(system, discipline), backfill_list_max=BACKFILL_LIST_MAX)
         # (read by the kernel only; with barrier jobs only, each unit is a job and the kernel reads its job alone)
         self.units = None                                    # with failures, the units (set by the first chunk)
         self.unit_dtypes = self.UNIT_FIELDS if self.kills else {"ujob": np.int64}
         self.rooms = self.ROOMS                              # with failures: see _prebuild
         self.prepared = 0                                    # with failures, the jobs prepared so far (in order)
         self.pending = None                                  # with failures, the jobs to keep at the next chunk
-        self.wunit = np.full(s, -1, dtype=np.int64)          # each worker's unit (failures)
         self.parked = []                                     # done jobs behind a waiting one: (results, seq)
         self.seq = 0                                         # jobs appended so far
         self.handed = 0                                      # the window's first jobs that were handed on
@@ -376,9 +375,10 @@ class _Window:
                 rtop[:] = _renumber(rtop, ukeep)            # unext) holds unit indices, of its own (kept) units
                 units["unext"][ru - mu:ru] = _renumber(units["unext"][ru - mu:ru], ukeep)
         if self.rows is not None:                          # (the first chunk: no worker has a unit, no heap entry)
-            self.wunit[:] = _renumber(self.wunit, ukeep)
-            for times, heap, kept_, size in ((self.rt_time, self.rt_job, ukeep, self.heap_state[2]),
-                                             (self.ab_time, self.ab_job, keep, self.heap_state[3])):
+            st = self.state
+            st.wunit[:] = _renumber(st.wunit, ukeep)
+            for times, heap, kept_, size in ((st.rt_time, st.rt_job, ukeep, st.heap_state[2]),
+                                             (st.ab_time, st.ab_job, keep, st.heap_state[3])):
                 v = _renumber(heap[:size], kept_)
                 order = np.lexsort((v, times[:size]))      # sorted by (time, entry): still a heap for the kernel
                 times[:size], heap[:size] = times[:size][order], v[order]
@@ -389,34 +389,32 @@ class _Window:
         self._draws, self._used = draws, draws.size
         self.pending = None
         self.seq += n
-        room = self.units.size + int(self.heap_state[2:].max())    # room in the retry and abort heaps: a unit
-        if self.rt_time.size < room:                        # each, and the entries they hold (only those are
+        st = self.state
+        room = self.units.size + int(st.heap_state[2:].max())    # room in the retry and abort heaps: a unit
+        if st.rt_time.size < room:                          # each, and the entries they hold (only those are
             heaps = []                                      # copied: the kernel reads no further, and the rest
-            for values, held in ((self.rt_time, self.heap_state[2]), (self.rt_job, self.heap_state[2]),   # is
-                                 (self.ab_time, self.heap_state[3]), (self.ab_job, self.heap_state[3])):  # never
-                grown = np.empty(2 * room, dtype=values.dtype)                                             # read)
+            for values, held in ((st.rt_time, st.heap_state[2]), (st.rt_job, st.heap_state[2]),   # is never
+                                 (st.ab_time, st.heap_state[3]), (st.ab_job, st.heap_state[3])):  # read)
+                grown = np.empty(2 * room, dtype=values.dtype)
                 grown[:held] = values[:held]
                 heaps.append(grown)
-            self.rt_time, self.rt_job, self.ab_time, self.ab_job = heaps
+            st.rt_time, st.rt_job, st.ab_time, st.ab_job = heaps
         return m
 
-    def run(self, pos: int, next_first_arrival: float, discipline: int, trace):
+    #: the per-job arrays the kernel reads and writes (with failures, FAIL_KEYS too)
+    KERNEL_KEYS = ("arrival", "k", "cls", "toff", "status", "handed", "start", "dep", "work", "useful", "completed")
+    FAIL_KEYS = ("natt", "attempt", "ufirst", "rtop", "left", "doomed")
+
+    def run(self, pos: int, next_first_arrival: float, trace):
+        """The kernel on the window from ``pos`` (the new chunk's first job) until ``next_first_arrival``."""
         a = self.arrays
-        policy, stragglers, params = kernel_params(self.system)
-        tw, ts, te = trace
-        u = {**self.NO_UNITS, **self.units.view} if self.fail else None     # (barrier jobs only: ujob alone)
-        kernels_module().run_waitlist(
-            a["arrival"], a["k"], a["barrier"].view(np.uint8), a["cls"], a["toff"], self.times, a["status"],
-            a["handed"], a["start"], a["dep"], a["work"], a["useful"], a["completed"], self.creq, pos,
-            next_first_arrival, discipline, self.system.phases, policy, stragglers,
-            np.asarray(params, dtype=np.float64), self.system.barriers == 2, self.rel_time, self.rel_worker,
-            self.heap_state, self.free_ids, tw, ts, te, self.system.overhead == "event",
-            self.system.revive_interval or 1.0, self.phase, self.tick_state,
-            *((a["natt"], a["attempt"], a["aborted"].view(np.uint8), self.system.resubmit_delay, self.rt_time,
-               self.rt_job, a["ufirst"], *(u[f] for f in ("ujob", "utoff", "unatt", "uab", "ucur", "unext")),
-               a["rtop"], a["left"], a["doomed"], self.ab_time, self.ab_job, self.wunit) if self.fail else ()),
-            sorted_releases=releases_in_array(self.system, discipline), backfill_list_max=BACKFILL_LIST_MAX,
-            failure_ids=self.kills, urun=u["urun"] if self.fail else None)
+        jobs = {key: a[key] for key in self.KERNEL_KEYS}
+        jobs.update(barrier=a["barrier"].view(np.uint8), times=self.times, creq=self.creq)
+        units = None
+        if self.fail:
+            jobs.update({key: a[key] for key in self.FAIL_KEYS}, aborted=a["aborted"].view(np.uint8))
+            units = {**self.NO_UNITS, **self.units.view}   # (barrier jobs only: ujob alone)
+        kernels_module().run_waitlist(self.state, jobs, units, pos, next_first_arrival, tuple(trace))
 
     RESULTS = {"arrival": "arrival", "tasks": "k", "barrier": "barrier", "start": "start", "departure": "dep",
                "work": "work", "useful": "useful", "completed": "completed"}
@@ -557,8 +555,8 @@ def _renumber(index: np.ndarray, kept: np.ndarray) -> np.ndarray:
 def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None):
     """One replication, chunk by chunk through the window (see the module docstring)."""
     code = discipline_code(discipline or system.scheduling)
-    window = _Window(system)
-    window.phase = rng.uniform(0.0, system.revive_interval) if system.overhead == "event" else 0.0
+    window = _Window(system, code)
+    window.state.phase = rng.uniform(0.0, system.revive_interval) if system.overhead == "event" else 0.0
     size = chunk_jobs(system)
     kernel, frame = 0.0, None
     frng = failure_stream(rng) if window.fail else None
@@ -591,7 +589,7 @@ def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None
         pos = window.append(chunk)
         buffers = trace_arrays(trace, chunk["holds" if window.fail else "times"].size)
         t0 = time.perf_counter()
-        window.run(pos, following["arrival"][0] if following is not None else np.inf, code, buffers)
+        window.run(pos, following["arrival"][0] if following is not None else np.inf, buffers)
         kernel += time.perf_counter() - t0
         if trace:
             frame = trace_frame(chunk, *buffers)
@@ -621,14 +619,14 @@ def failure_stream(rng: np.random.Generator) -> np.random.Generator:
 def run_inputs(system, inputs: dict, phase: float = 0.0, discipline: str | None = None) -> dict:
     """The kernel on given inputs (one chunk, drained): per-job arrays. With failures the inputs carry the
     attempts (:func:`barrier_queues.failures.attempts`)."""
-    window = _Window(system)
-    window.phase = phase
+    window = _Window(system, discipline_code(discipline or system.scheduling))
+    window.state.phase = phase
     keys = ("arrival", "tasks", "barrier", "offsets", "times")
     if window.fail:
         keys += ("toff", "holds", "attempts", "aborted", "useful", "unit_attempts", "unit_aborted", "unit_toff",
                  "unit_first")
     pos = window.append({key: inputs[key] for key in keys})
-    window.run(pos, np.inf, discipline_code(discipline or system.scheduling), trace_arrays(False, 0))
+    window.run(pos, np.inf, trace_arrays(False, 0))
     out = window.take_started()
     result = {"start": out["start"], "departure": out["departure"], "work": out["work"], "useful": out["useful"],
               "completed": out["completed"]}
