@@ -29,7 +29,7 @@ INDEX = ROOT / "book" / "reference" / "api.md"
 GROUPS = {
     "Describing a system": ["system", "distributions", "workload", "load"],
     "Exact results": ["stability", "order_stats", "ctmc", "multiserver", "bounds", "release", "phases", "overhead"],
-    "Simulation": ["simulate", "precision", "sweep", "planning", "saturated", "statistics", "failures"],
+    "Simulation": ["simulate", "precision", "sweep", "planning", "saturated", "statistics", "failures", "moldable"],
     "The model's axes": ["rules", "reference", "schedulers", "schedulers.base", "schedulers.central",
                          "schedulers.sampling", "schedulers.waitlist", "schedulers.waitlist_reference", "inputs",
                          "runs", "backends", "kernels"],

@@ -327,10 +327,45 @@ def _print_stability(out: dict) -> None:
     print(f"task_throughput   {out['task_throughput']:.10g}  tasks per worker per mean task time")
 
 
+#: simulate's options that moldable jobs refuse (Appendix B, section 7), and the value each must keep
+MOLDABLE_REFUSED = {"tasks_pmf": None, "needed": None, "barrier_fraction": None, "scheduling": None,
+                    "placement": None, "phases": None, "release": None, "failure_rate": None, "overhead": None,
+                    "workload": None, "utilization": None, "jobs_csv": None, "precision": None,
+                    "precision_abs": None, "budget": None, "warmup": None}
+
+
+def _simulate_moldable(args) -> dict:
+    from .moldable import simulate_moldable
+
+    given = [name for name, default in MOLDABLE_REFUSED.items() if getattr(args, name, None) != default]
+    if args.saturated:
+        given.append("saturated")
+    if given:
+        flags = ", ".join("--" + g.replace("_", "-") for g in given)
+        raise ParameterError(f"--moldable must not be combined with {flags} (one k of barrier jobs, the central FIFO "
+                             "queue, fixed release, one phase, no failures; --arrival-rate gives the load)")
+    if args.servers is None or args.tasks is None or args.arrival_rate is None:
+        raise ParameterError("--moldable needs --servers, --tasks and --arrival-rate")
+    law = args.task_dist if args.task_dist is not None else (
+        None if args.task_rate is None else f"exponential:rate={args.task_rate!r}")
+    out = simulate_moldable(args.servers, args.tasks, args.arrival_rate, args.moldable, args.take_fraction,
+                            args.patience_wait, barriers=args.barriers or 1, task_dist=law,
+                            arrival=args.arrival or "poisson", jobs=args.jobs, replications=args.replications,
+                            seed=args.seed)
+    out.update(mode="moldable", config={"servers": args.servers, "tasks": args.tasks, "barriers": args.barriers or 1,
+                                        "arrival_rate": args.arrival_rate, "task_dist": law, "seed": args.seed})
+    return out
+
+
 def _simulate(args) -> dict:
     from .outputs import check_new_file
     from .saturated import saturated_throughput
     from .simulate import simulate
+
+    if args.moldable is not None:
+        return _simulate_moldable(args)
+    if args.take_fraction is not None or args.patience_wait is not None:
+        raise ParameterError("--take-fraction and --patience-wait must come with --moldable")
 
     if args.saturated:
         for flag, value in (("--arrival-rate", args.arrival_rate), ("--utilization", args.utilization),
@@ -369,6 +404,17 @@ def _fmt(value, spec=".4f") -> str:
 
 
 def _print_simulation(out: dict) -> None:
+    if out.get("mode") == "moldable":
+        cfg = out["config"]
+        print(f"moldable {out['moldable']} jobs: s = {cfg['servers']}, k = {cfg['tasks']}, {cfg['barriers']} "
+              f"barrier(s), lambda = {cfg['arrival_rate']:g}; {out['replications']} x {out['jobs']:,} jobs")
+        if not out["stable"]:
+            print(f"not stable: {out['reason']} (no steady-state means)")
+            return
+        for key in ("waiting", "sojourn", "execution", "workers"):
+            lo, hi = out["ci"][key] or (math.nan, math.nan)
+            print(f"mean {key:<10} {out[f'mean_{key}']:.6g}  [{lo:.6g}, {hi:.6g}]")
+        return
     cfg = out["config"]
     k = cfg["tasks"] if cfg["tasks_pmf"] is None else f"pmf {cfg['tasks_pmf']}"
     if cfg.get("workload"):
@@ -744,6 +790,14 @@ def _add_simulate(sub) -> None:
                      help="all jobs at time 0: estimate the stability limit lambda_max")
     sim.add_argument("--jobs-csv", default=None, help="write the per-job table to this new CSV file")
     sim.add_argument("--force", action="store_true", help="overwrite --jobs-csv if it exists")
+    sim.add_argument("--moldable", default=None, type=_choice("moldable", ("take-fraction", "take-random",
+                                                                         "take-random-all", "patience")),
+                     help="moldable jobs: each takes a number of workers chosen when it reaches the head (k may "
+                          "exceed s; tasks are dealt onto the workers taken)")
+    sim.add_argument("--take-fraction", type=_float("take-fraction", 0, 1, open_low=True), default=None,
+                     help="with --moldable take-fraction: the share f of the free workers a job takes")
+    sim.add_argument("--patience-wait", default=None, type=_choice("patience-wait", ("min", "mean", "height")),
+                     help="with --moldable patience: the estimate of the wait for one more worker (default min)")
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.set_defaults(run=_simulate, show=_print_simulation)
 

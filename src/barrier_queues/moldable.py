@@ -1,0 +1,212 @@
+"""Moldable barrier jobs: the number of workers a job takes is chosen online (Appendix B, section 7).
+
+``s`` workers and one FIFO queue. A job of ``k`` tasks (iid task times, in task order) starts on ``m = min(n,
+k)`` workers chosen when it reaches the head: it claims the ``m`` lowest-numbered free workers, its task ``i``
+goes to claimed worker ``i mod m``, and each worker runs its tasks back to back (its *composite task*). With 1
+barrier a worker is freed when its last task ends; with 2 barriers all ``m`` are held until the job departs
+(its last task's end). Decision points are arrivals and every task end (releases of an instant first); at a
+decision, while jobs wait and ``F >= 1`` workers are free, the policy starts the head with ``n`` workers or
+leaves it waiting (which blocks the jobs behind it):
+
+* ``take-fraction f``: ``n = 1`` if ``F = 1``, else ``max(1, ceil(F f))`` (the product in double precision,
+  as the paper authors' forkulator computes it);
+* ``take-random``: the same with a fresh ``U ~ Uniform[0, 1)`` per started job in place of ``f``;
+* ``take-random-all``: each job draws a requirement ``n = min(k, max(1, ceil(s U)))``; the head starts only
+  when ``F >= n``;
+* ``patience W``: with ``l = F`` free workers, the speed-up of one more worker ``S = k/l - k/(l+1)`` (0 when
+  all ``s`` are free) against the expected wait ``E`` for the next free worker (in mean task times): if ``S >
+  E`` the head is deferred, else it starts on all ``F`` free workers. ``E`` over the ``b`` busy workers, with
+  ``h_w`` a worker's unfinished tasks (the running one included): ``min`` = ``min h_w``, ``mean`` = ``sum h_w /
+  b``, ``height`` = ``sum hh_w / b`` with ``hh_w = sum_{j<H} (H - j) x^j / j! / sum_{j<H} x^j / j!``, ``H`` the
+  tasks dealt to the worker at its job's start ``t_w`` and ``x = mu (t - t_w)`` (0 with no busy worker).
+
+This module is the model's plain-Python implementation (:func:`moldable_run`, per job) and its simulation
+front (:func:`simulate_moldable`: replications, MSER-5 warm-up, t intervals over replications, the drift
+test). It has no compiled kernel yet: it runs at plain-Python speed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+
+from ._validation import ParameterError, check_choice, check_int
+from .statistics import drift, mser_truncation, t_interval
+
+POLICIES = ("take-fraction", "take-random", "take-random-all", "patience")
+PATIENCE_WAITS = ("min", "mean", "height")
+#: MSER-5: the warm-up is chosen over means of blocks of this many jobs
+MSER_BLOCK = 5
+
+
+def _height(h: int, x: float) -> float:
+    """Expected exponential stages left of a worker dealt ``h`` tasks, still busy after ``x`` mean task times
+    (``sum_{j<h} (h - j) x^j / j! / sum_{j<h} x^j / j!``, in logs: no overflow for large ``x``)."""
+    if x <= 0.0:
+        return float(h)
+    logs = [j * math.log(x) - math.lgamma(j + 1) for j in range(h)]
+    top = max(logs)
+    weights = [math.exp(v - top) for v in logs]
+    return sum((h - j) * w for j, w in enumerate(weights)) / sum(weights)
+
+
+def _expected_wait(busy: dict, wait: str, now: float, mu: float) -> float:
+    """``E`` of the patience rule over the busy workers: ``busy[w] = (tasks left, tasks dealt, job start)``."""
+    if not busy:
+        return 0.0
+    if wait == "min":
+        return float(min(left for left, _, _ in busy.values()))
+    if wait == "mean":
+        return sum(left for left, _, _ in busy.values()) / len(busy)
+    return sum(_height(dealt, mu * (now - t0)) for _, dealt, t0 in busy.values()) / len(busy)
+
+
+def _workers_wanted(policy: str, free: int, servers: int, k: int, f: float | None, u: float, wait: str,
+                    busy: dict, now: float, mu: float) -> int:
+    """How many workers the head takes now (0: it waits)."""
+    if policy == "take-fraction" or policy == "take-random":
+        share = f if policy == "take-fraction" else u
+        return 1 if free == 1 else max(1, math.ceil(free * share))
+    if policy == "take-random-all":
+        need = min(k, max(1, math.ceil(servers * u)))
+        return need if free >= need else 0
+    speedup = 0.0 if free >= servers else k / free - k / (free + 1)
+    return 0 if speedup > _expected_wait(busy, wait, now, mu) else free
+
+
+def moldable_run(arrivals, tasks: int, times, servers: int, policy: str, take_fraction: float | None = None,
+                 uniforms=None, patience_wait: str = "min", two_barrier: bool = False, mu: float = 1.0) -> dict:
+    """Per job ``start``, ``departure`` and ``workers`` (m) of one sample path: ``arrivals`` sorted, ``times``
+    the ``k`` task times of each job in task order (job-major), ``uniforms`` one U per job (take-random: used
+    when the job starts; take-random-all: its requirement)."""
+    n, k = len(arrivals), int(tasks)
+    start, departure, workers = [math.nan] * n, [math.nan] * n, [0] * n
+    free = list(range(servers))                         # a min-heap of free worker ids
+    busy: dict[int, list] = {}                          # worker -> [tasks left, tasks dealt, job start]
+    holders: dict[int, list] = {}                       # job -> its workers still held (2 barriers)
+    left_in_job = [0] * n
+    events: list = []                                   # (time, 0, worker, job, last task of the worker?)
+    head, i, now = 0, 0, -math.inf
+    while i < n or events:
+        t_event = events[0][0] if events else math.inf
+        t_arrival = arrivals[i] if i < n else math.inf
+        now = min(t_event, t_arrival)
+        while events and events[0][0] == now:           # every task end of the instant first
+            _, _, w, j, last = heapq.heappop(events)
+            busy[w][0] -= 1
+            left_in_job[j] -= 1
+            if last:
+                del busy[w]
+                if not two_barrier:
+                    heapq.heappush(free, w)
+            if left_in_job[j] == 0:
+                departure[j] = now
+                if two_barrier:
+                    for w2 in holders.pop(j):
+                        heapq.heappush(free, w2)
+        if t_arrival == now:
+            i += 1                                      # one arrival per decision (in arrival order)
+        while head < i and free:
+            want = _workers_wanted(policy, len(free), servers, k, take_fraction,
+                                   float(uniforms[head]) if uniforms is not None else 0.0, patience_wait, busy,
+                                   now, mu)
+            if want == 0:
+                break
+            m = min(want, k)
+            claimed = [heapq.heappop(free) for _ in range(m)]
+            start[head], workers[head], left_in_job[head] = now, m, k
+            if two_barrier:
+                holders[head] = claimed
+            for slot, w in enumerate(claimed):
+                mine = list(range(slot, k, m))         # task i goes to claimed worker i mod m
+                busy[w] = [len(mine), len(mine), now]
+                end = now
+                for count, task in enumerate(mine):
+                    end += float(times[head * k + task])
+                    heapq.heappush(events, (end, 0, w, head, count == len(mine) - 1))
+            head += 1
+    return {"start": start, "departure": departure, "workers": workers}
+
+
+def check_moldable(policy: str, take_fraction, patience_wait) -> tuple:
+    """The policy's options as Appendix B, section 7 allows them; one clear error otherwise."""
+    check_choice("moldable", policy, POLICIES)
+    if policy == "take-fraction":
+        if take_fraction is None or isinstance(take_fraction, bool) or not (0 < float(take_fraction) <= 1):
+            raise ParameterError(f"take_fraction must be given with moldable 'take-fraction', 0 < f <= 1 (got "
+                                 f"{take_fraction!r})")
+        take_fraction = float(take_fraction)
+    elif take_fraction is not None:
+        raise ParameterError(f"take_fraction must be given only with moldable 'take-fraction' (got {policy!r})")
+    if policy == "patience":
+        check_choice("patience_wait", patience_wait or "min", PATIENCE_WAITS)
+    elif patience_wait not in (None, "min"):
+        raise ParameterError(f"patience_wait must be given only with moldable 'patience' (got {policy!r})")
+    return take_fraction, patience_wait or "min"
+
+
+def _replication_means(out: dict, arrivals: np.ndarray) -> dict:
+    """One replication's means after its MSER-5 warm-up (in whole blocks of jobs)."""
+    start, dep = np.asarray(out["start"]), np.asarray(out["departure"])
+    waiting, execution = start - arrivals, dep - start
+    blocks = waiting[: waiting.size - waiting.size % MSER_BLOCK].reshape(-1, MSER_BLOCK).mean(axis=1)
+    cut = mser_truncation(blocks)[0] * MSER_BLOCK
+    w, e, m = waiting[cut:], execution[cut:], np.asarray(out["workers"])[cut:]
+    return {"waiting": float(w.mean()), "execution": float(e.mean()), "sojourn": float((w + e).mean()),
+            "workers": float(m.mean()), "warmup": int(cut), "series": waiting}
+
+
+def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str, take_fraction: float | None = None,
+                      patience_wait: str | None = None, barriers: int = 1, task_dist=None, arrival: str = "poisson",
+                      jobs: int = 20_000, replications: int = 10, seed=None, level: float = 0.95) -> dict:
+    """Mean waiting, sojourn, execution and workers per job with t intervals over ``replications`` independent
+    replications of ``jobs`` jobs (MSER-5 warm-up per replication); ``stable`` from the drift test of the
+    waiting times (and, for the work-conserving take-fraction and take-random with 1 barrier, the condition
+    ``lambda k E[X] < s``); no means for a system that is not stable. ``k`` may exceed ``s`` (a job's tasks
+    are dealt onto the workers it takes). ``task_dist``: any task law (default Exp(1)); ``arrival``: poisson
+    or deterministic."""
+    from ._validation import check_positive
+    from .distributions import as_task_distribution, parse_task_distribution
+
+    take_fraction, patience_wait = check_moldable(policy, take_fraction, patience_wait)
+    s = check_int("servers", servers, low=1, high=100_000)
+    k = check_int("tasks", tasks, low=1, high=100_000)
+    rate = check_positive("arrival_rate", arrival_rate)
+    check_choice("barriers", barriers, (1, 2))
+    check_choice("arrival", arrival, ("poisson", "deterministic"))
+    law = (parse_task_distribution("exponential:rate=1") if task_dist is None
+           else parse_task_distribution(task_dist) if isinstance(task_dist, str) else as_task_distribution(task_dist))
+    jobs = check_int("jobs", jobs, low=10, high=10**7, high_name="10,000,000 (plain-Python speed)")
+    replications = check_int("replications", replications, low=1, high=10_000)
+    mu = 1.0 / law.mean()
+    streams = np.random.SeedSequence(seed).spawn(replications)
+    per = []
+    for stream in streams:
+        rng = np.random.default_rng(stream)
+        gaps = rng.exponential(1.0 / rate, jobs) if arrival == "poisson" else np.full(jobs, 1.0 / rate)
+        arrivals = np.cumsum(gaps)
+        times = law.rvs(jobs * k, rng)
+        uniforms = rng.random(jobs)
+        out = moldable_run(arrivals, k, times, s, policy, take_fraction, uniforms, patience_wait, barriers == 2, mu)
+        per.append(_replication_means(out, arrivals))
+    work_conserving = policy in ("take-fraction", "take-random") and barriers == 1
+    drifting = drift(per[0]["series"])["drifting"]
+    stable = not drifting and (not work_conserving or rate * k / mu < s)
+    summary = {"moldable": policy, "take_fraction": take_fraction,
+               "patience_wait": patience_wait if policy == "patience" else None, "jobs": jobs,
+               "replications": replications, "stable": bool(stable), "warmup_jobs": [p["warmup"] for p in per],
+               "ci": {"level": level}, "method": "plain-Python model (barrier_queues.moldable), MSER-5 warm-up, "
+                                                "t interval over replications"}
+    for key in ("waiting", "sojourn", "execution", "workers"):
+        values = [p[key] for p in per]
+        summary[f"mean_{key}"] = float(np.mean(values)) if stable else None
+        summary["ci"][key] = (t_interval(values, level) if stable and replications >= 2 else None)
+    if not stable:
+        summary["reason"] = ("the waiting times grow (drift test)" if drifting else
+                             "lambda k E[X] >= s: beyond the work-conserving limit")
+    return summary
+
+
+__all__ = ["PATIENCE_WAITS", "POLICIES", "check_moldable", "moldable_run", "simulate_moldable"]

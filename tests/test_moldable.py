@@ -1,0 +1,120 @@
+"""Moldable barrier jobs (Appendix B, section 7): the oracles of the model, and the command line."""
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import barrier_queues as bq
+from barrier_queues.moldable import moldable_run, simulate_moldable
+
+SIM = {"jobs": 20_000, "replications": 8, "seed": 1}
+
+
+def _inside(r, exact, key="waiting"):
+    lo, hi = r["ci"][key]
+    assert lo <= exact <= hi, (r[f"mean_{key}"], [lo, hi], exact)
+
+
+@pytest.mark.parametrize("policy, extra", [("take-fraction", {"take_fraction": 0.5}), ("take-random", {}),
+                                           ("take-random-all", {}), ("patience", {})])
+@pytest.mark.parametrize("barriers", [1, 2])
+def test_one_worker_is_mg1_with_erlang_service(policy, extra, barriers):
+    """s = 1: every policy, 1 or 2 barriers, is M/G/1 with Erlang(k, mu) service:
+    W = lambda k (k+1) / (2 mu^2 (1 - lambda k / mu))."""
+    lam, k = 0.3, 2
+    r = simulate_moldable(1, k, lam, policy, barriers=barriers, **extra, **SIM)
+    _inside(r, lam * k * (k + 1) / (2 * (1 - lam * k)))
+    assert r["mean_workers"] == 1.0
+
+
+@pytest.mark.parametrize("policy, extra", [("take-fraction", {"take_fraction": 0.3}), ("patience", {}),
+                                           ("take-random", {})])
+def test_one_task_per_job_is_erlang_c(policy, extra):
+    """k = 1: FIFO M/M/s (Erlang C); patience never defers (S <= 1/2 < 1 <= E)."""
+    s, lam = 4, 2.4
+    a = lam
+    top = a**s / math.factorial(s) / (1 - a / s)
+    exact = top / (sum(a**n / math.factorial(n) for n in range(s)) + top) / (s - lam)
+    _inside(simulate_moldable(s, 1, lam, policy, **extra, **SIM), exact)
+
+
+def test_a_fraction_at_most_one_over_s_is_m_ek_s():
+    """take-fraction f <= 1/s: n = 1 always: FIFO M/E_k/s, the same with 1 and 2 barriers, mean execution k/mu
+    and one worker per job; the simulator's M/G/s queue with Erlang(k) service (independent code) agrees."""
+    s, k, lam = 4, 3, 1.0
+    one = simulate_moldable(s, k, lam, "take-fraction", take_fraction=0.25, **SIM)
+    two = simulate_moldable(s, k, lam, "take-fraction", take_fraction=0.25, barriers=2, **SIM)
+    assert one["mean_waiting"] == two["mean_waiting"] and one["mean_workers"] == 1.0
+    _inside(one, float(k), "execution")
+    mgs = bq.simulate(bq.BarrierSystem(servers=s, tasks=1, task_dist=f"erlang:shape={k},rate=1", arrival_rate=lam),
+                      jobs=100_000, replications=8, seed=2).summary()
+    lo, hi = one["ci"]["waiting"]
+    mlo, mhi = mgs["ci"]["waiting"]
+    assert lo <= mhi and mlo <= hi
+
+
+def test_take_everything_with_two_barriers_and_s_equal_k_is_split_merge():
+    """take-fraction 1, 2 barriers, s = k: one job at a time on all k workers: M/G/1 with G = max of k Exp(1):
+    E[G] = H_k, E[G^2] = sum 1/i^2 + H_k^2 (Pollaczek-Khinchine)."""
+    k, lam = 4, 0.3
+    h = sum(1 / i for i in range(1, k + 1))
+    g2 = sum(1 / i**2 for i in range(1, k + 1)) + h * h
+    r = simulate_moldable(k, k, lam, "take-fraction", take_fraction=1.0, barriers=2, **SIM)
+    _inside(r, lam * g2 / (2 * (1 - lam * h)))
+    assert r["mean_workers"] == k
+
+
+def test_patience_with_two_tasks_never_defers_and_equals_taking_everything_job_by_job():
+    """Patience defers only if k > l (l + 1): with k <= 2 never, so it is take-fraction 1, job by job."""
+    rng = np.random.default_rng(3)
+    arrivals = np.cumsum(rng.exponential(0.5, 3000))
+    times = rng.exponential(1.0, 3000 * 2)
+    for wait in ("min", "mean", "height"):
+        a = moldable_run(arrivals, 2, times, 5, "patience", patience_wait=wait)
+        b = moldable_run(arrivals, 2, times, 5, "take-fraction", take_fraction=1.0)
+        assert a == b
+
+
+def test_patience_defers_when_one_more_worker_is_worth_the_wait():
+    """k = 8 on 2 workers, one busy with a single short task left: with l = 1 free, S = 8/1 - 8/2 = 4 exceeds
+    E = 1 (min), so the head waits for the second worker and starts on both."""
+    out = moldable_run([0.0, 0.1], 8, [0.5] + [1.0] * 7 + [1.0] * 8, 2, "patience")
+    assert out["workers"] == [2, 2] and out["start"][1] == out["departure"][0]
+
+
+def test_light_traffic_limits():
+    """An empty system: take-fraction 0.5 on s = 16, k = 8 takes 8 workers, one task each: mean execution
+    H_8 = 2.7179; take-random takes E[min(k, U{1..16})] = 6.25 workers on average."""
+    r = simulate_moldable(16, 8, 0.002, "take-fraction", take_fraction=0.5, jobs=4000, replications=5, seed=4)
+    assert r["mean_workers"] == pytest.approx(8.0, abs=0.02)    # (a job rarely arrives while another runs)
+    _inside(r, sum(1 / i for i in range(1, 9)), "execution")
+    rr = simulate_moldable(16, 8, 0.002, "take-random", jobs=4000, replications=5, seed=5)
+    _inside(rr, 6.25, "workers")
+
+
+def test_the_forkulator_product_and_the_refusals():
+    """ceil(25 x 0.28) = 8 in double precision (7.000000000000001), as forkulator computes it."""
+    out = moldable_run([0.0], 30, [1.0] * 30, 25, "take-fraction", take_fraction=0.28)
+    assert out["workers"] == [8]
+    for kwargs, message in (({"policy": "take-fraction"}, "take_fraction must be given"),
+                            ({"policy": "patience", "take_fraction": 0.5}, "only with moldable 'take-fraction'"),
+                            ({"policy": "take-random", "patience_wait": "mean"}, "only with moldable 'patience'"),
+                            ({"policy": "bogus"}, "moldable must be one of")):
+        with pytest.raises(bq.ParameterError, match=message):
+            simulate_moldable(4, 2, 0.5, jobs=100, **kwargs)
+
+
+def test_the_command_line():
+    cmd = [sys.executable, "-m", "barrier_queues.cli", "simulate", "-s", "8", "-k", "4", "--arrival-rate", "0.8",
+           "--moldable", "take-fraction", "--take-fraction", "0.5", "--jobs", "5000", "--replications", "4",
+           "--seed", "1", "--json"]
+    doc = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    assert doc["stable"] and 1 <= doc["mean_workers"] <= 4 and doc["mean_sojourn"] > doc["mean_waiting"]
+    for extra, message in ((["--scheduling", "first-fit"], "--scheduling"), (["--patience-wait", "mean"],
+                                                                              "only with moldable 'patience'")):
+        out = subprocess.run(cmd[:-1] + extra, capture_output=True, text=True)
+        assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1
