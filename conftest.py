@@ -1,6 +1,8 @@
 """nbval's collection of the book: a chapter that replays the real workload logs runs only where the logs are
 (the ``BARRIER_QUEUES_TRACES`` folder that ``make`` sets from its ``TRACES`` variable); elsewhere it is skipped
-with the reason, and ``make test`` does not compare its results files."""
+with the reason, and ``make test`` does not compare its results files. (Here, at the root, outside the test
+paths: a second ``conftest.py`` under ``book/`` was collected by ``--doctest-modules`` and clashed with
+``tests/conftest.py``.)"""
 
 import os
 from pathlib import Path
@@ -15,7 +17,7 @@ def logs_missing(name: str) -> bool:
 
 
 def pytest_ignore_collect(collection_path, config):
-    if logs_missing(collection_path.name):
+    if collection_path.parent.name == "book" and logs_missing(collection_path.name):
         print(f"\nbook/{collection_path.name} not executed: the workload logs' folder (BARRIER_QUEUES_TRACES; "
               "make sets it from TRACES) lacks " + NEEDS_LOGS[collection_path.name])
         return True
