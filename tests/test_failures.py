@@ -581,3 +581,17 @@ def test_an_error_drawing_attempts_in_their_own_thread_surfaces_and_ends_the_run
         run_replication(system, 5 * chunk_jobs(system), np.random.default_rng(1), warmup=0)
     assert threading.active_count() == before
     assert threading.main_thread().name not in calls          # (drawn off the kernel's thread)
+
+
+def test_stability_limit_knows_failures():
+    """stability_limit of a system with failures gave the limit without them (0.96 for s = 8, k = 4, 2 barriers)
+    while simulate refused loads with the failure-aware one: it now gives that one (floor(s/k) / E[time a job
+    holds its workers]: 0.884 at gamma = 0.1 with 4 attempts), and refuses where none is known."""
+    from barrier_queues.stability import known_limit
+
+    system = S(servers=8, tasks=4, barriers=2, failure_rate=0.1, max_attempts=4)
+    lim = bq.stability_limit(system)
+    assert lim.lambda_max == known_limit(system)[0] < bq.stability_limit(8, 4, barriers=2).lambda_max
+    assert lim.rho_max == pytest.approx(lim.lambda_max * 4 / 8)
+    with pytest.raises(bq.ParameterError, match="stability limit with failures is known for"):
+        bq.stability_limit(S(servers=8, tasks=4, barriers=2, failure_rate=0.1, task_dist="erlang:shape=2,rate=2"))

@@ -159,6 +159,16 @@ def stability_limit(servers, tasks: int | None = None, needed: int | None = None
 
 def _stability_limit(system: BarrierSystem, method: str = "auto", max_states: int = MAX_STATES) -> StabilityLimit:
     """:func:`stability_limit` of a validated system (no argument checks)."""
+    if system.failure_rate is not None:                 # the limit with failures, as simulate's guard uses it
+        found = _failure_limit(system) if method == "auto" and system.tasks is not None else None
+        if found is None:
+            raise ParameterError("the stability limit with failures is known for one k of exponential tasks with "
+                                 "a fresh draw per attempt (2 barriers; 1 barrier without a cap, delay or restart "
+                                 "cost; plain tasks without a cap), with method 'auto' (got "
+                                 f"{system.kind()}, method {method!r}); estimate it with saturated_throughput")
+        lam, how = found
+        work = system.tasks * system.mean_task        # rho_max in the unit of --utilization: offered task work
+        return _limit(system, how, lam, work, work, system.tasks)
     if system.tasks_pmf is not None or system.barrier_fraction < 1 or system.placement != "central" \
             or system.overhead is not None:
         raise ParameterError("the stability limit is known for pure barrier jobs with a fixed tasks under the "
