@@ -125,3 +125,12 @@ def test_the_unperturbed_traces_replay(body, suffix):
     from barrier_queues.replay import replay
 
     assert len(replay(trace, servers=8, scheduling="backfill").jobs) == 3
+
+
+@pytest.mark.parametrize("body, suffix", [(GOOD_SWF, ".swf"), (GOOD_CSV, ".csv")])
+def test_every_one_character_change_of_a_valid_trace(body, suffix):
+    """Exhaustively, each character of a valid trace deleted or replaced by one of a few others (hypothesis once
+    found "; MaxProcs:" with its value deleted, an IndexError): a result or one ParameterError."""
+    for at in range(len(body)):
+        for text in ("", "x", ";", ":", "-", "\n", "9", ","):
+            _trace_outcome(_write((body[:at] + text + body[at + 1:]).encode(), suffix))

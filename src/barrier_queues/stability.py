@@ -157,18 +157,24 @@ def stability_limit(servers, tasks: int | None = None, needed: int | None = None
     return _stability_limit(system, method, max_states)
 
 
+def _stability_limit_with_failures(system: BarrierSystem, method: str) -> StabilityLimit:
+    """The failure-aware limit (:func:`_failure_limit`, the one simulate's guard uses); ``rho_max`` in the unit of
+    ``--utilization`` (offered task work); refused where no exact limit is known."""
+    found = _failure_limit(system) if method == "auto" and system.tasks is not None else None
+    if found is None:
+        raise ParameterError("the stability limit with failures is known for one k of exponential tasks with "
+                             "a fresh draw per attempt (2 barriers; 1 barrier without a cap, delay or restart "
+                             "cost; plain tasks without a cap), with method 'auto' (got "
+                             f"{system.kind()}, method {method!r}); estimate it with saturated_throughput")
+    lam, how = found
+    work = system.tasks * system.mean_task
+    return _limit(system, how, lam, work, work, system.tasks)
+
+
 def _stability_limit(system: BarrierSystem, method: str = "auto", max_states: int = MAX_STATES) -> StabilityLimit:
     """:func:`stability_limit` of a validated system (no argument checks)."""
     if system.failure_rate is not None:                 # the limit with failures, as simulate's guard uses it
-        found = _failure_limit(system) if method == "auto" and system.tasks is not None else None
-        if found is None:
-            raise ParameterError("the stability limit with failures is known for one k of exponential tasks with "
-                                 "a fresh draw per attempt (2 barriers; 1 barrier without a cap, delay or restart "
-                                 "cost; plain tasks without a cap), with method 'auto' (got "
-                                 f"{system.kind()}, method {method!r}); estimate it with saturated_throughput")
-        lam, how = found
-        work = system.tasks * system.mean_task        # rho_max in the unit of --utilization: offered task work
-        return _limit(system, how, lam, work, work, system.tasks)
+        return _stability_limit_with_failures(system, method)
     if system.tasks_pmf is not None or system.barrier_fraction < 1 or system.placement != "central" \
             or system.overhead is not None:
         raise ParameterError("the stability limit is known for pure barrier jobs with a fixed tasks under the "

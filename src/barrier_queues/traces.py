@@ -168,9 +168,11 @@ def read_swf(path, width: str = "requested", servers: int | None = None) -> Trac
     if servers is None and "MaxProcs" in header:
         try:
             servers = int(header["MaxProcs"].split()[0])
-        except ValueError:
+        except (ValueError, IndexError):
             raise ParameterError(f"trace {source}: header MaxProcs must be an integer (got "
                                  f"{header['MaxProcs']!r})") from None
+        if servers < 1:
+            raise ParameterError(f"trace {source}: header MaxProcs must be at least 1 (got {servers})")
     first, other = (7, 4) if width == "requested" else (4, 7)
     k = np.where(data[:, first] > 0, data[:, first], data[:, other])
     if (k != np.floor(k)).any():
