@@ -14,7 +14,9 @@ import barrier_queues as bq
 from barrier_queues.traces import read_trace
 from barrier_queues.workload import read_workload
 
-SETTINGS = settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# derandomize: the same examples on every run (CI is reproducible; a new seed is a deliberate change here)
+SETTINGS = settings(max_examples=150, deadline=2000, derandomize=True,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 GOOD_WORKLOAD = {"classes": [{"share": 0.7, "tasks": 2, "barrier": True, "task_dist": "exponential:rate=1"},
                              {"share": 0.3, "tasks": 4, "barrier": False}], "servers": 8, "arrival_rate": 0.5}
