@@ -131,13 +131,6 @@ def _float(name: str, low: float | None = None, high: float | None = None, open_
     return parse
 
 
-def _list_of(parse):
-    """A comma-separated list of values, each read by ``parse`` (its error names the option)."""
-    def parse_list(text):
-        return [parse(part) for part in text.split(",")]
-    return parse_list
-
-
 def _scale(name: str):
     """A rate or a time in seconds, ``1e-9 <= x <= 1e9``: no reciprocal, product or
     sum of such values leaves the floating-point range."""
@@ -990,17 +983,17 @@ def _add_replay(sub) -> None:
                         description="Replay a workload log under a scheduling discipline: an SWF log of the "
                                     "Parallel Workloads Archive (plain or gzip), a CSV trace, or a Spark event log.")
     rp.add_argument("trace", help="SWF file (.swf or .swf.gz), CSV trace, or Spark event log (file or folder)")
-    rp.add_argument("--scheduling", type=_list_of(_choice("scheduling", ("fcfs", "first-fit", "backfill",
+    rp.add_argument("--scheduling", type=_list(_choice("scheduling", ("fcfs", "first-fit", "backfill",
                                                                          "server-filling"))), default=["fcfs"],
                     help="discipline (default fcfs; backfill is EASY); a comma-separated list makes a grid")
-    rp.add_argument("--servers", type=_list_of(_int("servers", 1, 10**7)), default=None,
+    rp.add_argument("--servers", type=_list(_int("servers", 1, 10**7)), default=None,
                     help="workers (default: the log's MaxProcs); a list makes a grid")
-    rp.add_argument("--estimates", type=_list_of(_choice("estimates", ("exact", "requested"))), default=["exact"],
+    rp.add_argument("--estimates", type=_list(_choice("estimates", ("exact", "requested"))), default=["exact"],
                     help="EASY's runtime predictions: the true runtimes (default) or the requested times")
     rp.add_argument("--width", choices=("requested", "allocated"), default="requested",
                     help="SWF job width: field 8 (requested processors) first, else field 5 (default), or the "
                          "other way round")
-    rp.add_argument("--load-scale", type=_list_of(_float("load-scale", 1e-3, 1e3)), default=[1.0],
+    rp.add_argument("--load-scale", type=_list(_float("load-scale", 1e-3, 1e3)), default=[1.0],
                     help="compress submissions by this factor (2: twice the load; default 1); a list makes a grid")
     rp.add_argument("--bsld-tau", type=_float("bsld-tau", 0, 1e9, open_low=True), default=10.0,
                     help="bounded slowdown's threshold in the trace's time unit (default 10 s)")

@@ -27,6 +27,25 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
+def read_input_file(name: str, path) -> bytes:
+    """The bytes of an input file named by option ``name``, refused by what it is when it is not a regular file
+    (a FIFO would block the reader; a folder cannot be read) or cannot be read."""
+    import stat
+
+    p = Path(path)
+    try:
+        mode = os.stat(p).st_mode
+    except OSError as exc:
+        raise ParameterError(f"{name} must be a readable file (got {str(p)!r}: {exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+        raise ParameterError(f"{name} must be a regular file (got {str(p)!r}: {kind})")
+    try:
+        return p.read_bytes()
+    except OSError as exc:
+        raise ParameterError(f"{name} must be a readable file (got {str(p)!r}: {exc.strerror})") from None
+
+
 def check_new_file(name: str, path, force: bool = False, inputs=()) -> Path:
     """``path`` as a Path if a new file may be written there; raises :class:`ParameterError` otherwise.
 

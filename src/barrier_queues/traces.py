@@ -70,17 +70,9 @@ class Trace:
 
 
 def _open_bytes(path: Path, what: str) -> bytes:
-    import os
-    import stat
+    from .outputs import read_input_file
 
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        raise ParameterError(f"{what} must be a readable file (got {str(path)!r}: {exc.strerror})") from None
-    if not stat.S_ISREG(mode):
-        raise ParameterError(f"{what} must be a regular file (got {str(path)!r}: "
-                             f"{'a directory' if stat.S_ISDIR(mode) else 'not a regular file'})")
-    raw = path.read_bytes()
+    raw = read_input_file(what, path)
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)

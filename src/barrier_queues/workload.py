@@ -214,23 +214,13 @@ def read_workload(path) -> dict:
     "arrival"?, "scheduling"?}``; the classes are not validated yet (that needs the servers). Keys are
     checked at every level: unknown and duplicated keys are refused, as are files that are not regular
     files (a FIFO would block the reader)."""
-    import os
-    import stat
     import tomllib
+
+    from .outputs import read_input_file
 
     p = Path(path)
     source = repr(str(p))
-    try:
-        mode = os.stat(p).st_mode
-    except OSError as exc:
-        raise ParameterError(f"--workload must be a readable file (got {source}: {exc.strerror})") from None
-    if not stat.S_ISREG(mode):
-        kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
-        raise ParameterError(f"--workload must be a regular file (got {source}: {kind})")
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ParameterError(f"--workload must be a readable file (got {source}: {exc.strerror})") from None
+    raw = read_input_file("--workload", p)
     if len(raw) > 50_000_000:
         raise ParameterError(f"--workload must be at most 50 MB (got {len(raw):,} bytes)")
     try:
