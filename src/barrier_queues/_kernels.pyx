@@ -101,6 +101,10 @@ PARAM_SLOTS = ("min_fraction", "min_wait", "knee_gain", "timeout", "spark_sync",
 include "_service.pxi"
 
 # --------------------------------------------------------------------------------------------------
+# the binary heaps the kernels share
+include "_heap.pxi"
+
+# --------------------------------------------------------------------------------------------------
 # the schedulers (barrier_queues.schedulers): one include per room
 include "schedulers/central.pxi"
 include "schedulers/sampling.pxi"

@@ -27,7 +27,7 @@ cdef struct Replay:
     double* start
     int64_t servers
     int64_t free
-    # running jobs: a heap by true end
+    # running jobs: an event heap (_heap.pxi) by true end, then job
     double* h_time
     int64_t* h_job
     int64_t nrun
@@ -43,46 +43,6 @@ cdef struct Replay:
     int64_t hi
     int64_t low
     int64_t* scratch
-
-
-cdef void _rp_heap_push(Replay* r, double t, int64_t j) noexcept nogil:
-    cdef int64_t pos = r.nrun
-    cdef int64_t parent
-    r.nrun += 1
-    while pos > 0:
-        parent = (pos - 1) >> 1
-        if r.h_time[parent] <= t:
-            break
-        r.h_time[pos] = r.h_time[parent]
-        r.h_job[pos] = r.h_job[parent]
-        pos = parent
-    r.h_time[pos] = t
-    r.h_job[pos] = j
-
-
-cdef int64_t _rp_heap_pop(Replay* r) noexcept nogil:
-    cdef int64_t top = r.h_job[0]
-    cdef int64_t n = r.nrun - 1
-    cdef double t = r.h_time[n]
-    cdef int64_t j = r.h_job[n]
-    cdef int64_t pos = 0
-    cdef int64_t child
-    r.nrun = n
-    while True:
-        child = 2 * pos + 1
-        if child >= n:
-            break
-        if child + 1 < n and r.h_time[child + 1] < r.h_time[child]:
-            child += 1
-        if r.h_time[child] >= t:
-            break
-        r.h_time[pos] = r.h_time[child]
-        r.h_job[pos] = r.h_job[child]
-        pos = child
-    if n > 0:
-        r.h_time[pos] = t
-        r.h_job[pos] = j
-    return top
 
 
 cdef int64_t _rp_pred_find(Replay* r, double t) noexcept nogil:
@@ -128,7 +88,7 @@ cdef void _rp_pred_remove(Replay* r, int64_t j) noexcept nogil:
 cdef inline void _rp_start(Replay* r, int64_t j, double now) noexcept nogil:
     r.start[j] = now
     r.free -= r.k[j]
-    _rp_heap_push(r, now + r.run[j], j)
+    r.nrun = _ev_push(r.h_time, r.h_job, r.nrun, now + r.run[j], j)
     if r.track_pred:
         _rp_pred_add(r, now + r.pred[j], r.k[j], j)
 
@@ -302,7 +262,8 @@ def replay_rigid(const double[::1] submit, const int64_t[::1] k, const double[::
             if r.nrun > 0 and r.h_time[0] < t:
                 t = r.h_time[0]
             while r.nrun > 0 and r.h_time[0] == t:          # every release of the instant first
-                j = _rp_heap_pop(&r)
+                j = r.h_job[0]
+                r.nrun = _ev_pop(r.h_time, r.h_job, r.nrun)
                 r.free += k[j]
                 if r.track_pred:
                     _rp_pred_remove(&r, j)

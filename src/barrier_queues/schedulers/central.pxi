@@ -1,43 +1,5 @@
 # The central FIFO queue (scheduler room barrier_queues.schedulers.central): included by _kernels.pyx.
 
-# the heap of worker free times (central queue)
-
-cdef inline void _sift_down(double* key, int64_t* ids, int64_t n, int64_t pos) noexcept nogil:
-    cdef double k0 = key[pos]
-    cdef int64_t i0 = ids[pos]
-    cdef int64_t child
-    while True:
-        child = 2 * pos + 1
-        if child >= n:
-            break
-        if child + 1 < n and key[child + 1] < key[child]:
-            child += 1
-        if key[child] < k0:
-            key[pos] = key[child]
-            ids[pos] = ids[child]
-            pos = child
-        else:
-            break
-    key[pos] = k0
-    ids[pos] = i0
-
-
-cdef inline void _sift_up(double* key, int64_t* ids, int64_t pos) noexcept nogil:
-    cdef double k0 = key[pos]
-    cdef int64_t i0 = ids[pos]
-    cdef int64_t parent
-    while pos > 0:
-        parent = (pos - 1) >> 1
-        if k0 < key[parent]:
-            key[pos] = key[parent]
-            ids[pos] = ids[parent]
-            pos = parent
-        else:
-            break
-    key[pos] = k0
-    ids[pos] = i0
-
-
 cdef double _next_offer(double tau, double revive, double phase, const double* arrivals, int64_t n1,
                         const double* extra, int64_t n2, int64_t* ptr) noexcept nogil:
     """First global offer at or after ``tau``: a revive tick or a job arrival.

@@ -22,50 +22,6 @@ I_HEAP_N, I_CHUNK_POS, I_STATUS = C_I_HEAP_N, C_I_CHUNK_POS, C_I_STATUS
 STATUS_DONE, STATUS_NEED_INPUT, STATUS_QUEUE_FULL = C_STATUS_DONE, C_STATUS_NEED_INPUT, C_STATUS_QUEUE_FULL
 
 
-cdef inline bint _ev_less(double t1, int64_t w1, double t2, int64_t w2) noexcept nogil:
-    return t1 < t2 or (t1 == t2 and w1 < w2)
-
-
-cdef int64_t _ev_push(double* ev_time, int64_t* ev_worker, int64_t n, double t, int64_t w) noexcept nogil:
-    cdef int64_t pos = n
-    cdef int64_t parent
-    while pos > 0:
-        parent = (pos - 1) >> 1
-        if _ev_less(t, w, ev_time[parent], ev_worker[parent]):
-            ev_time[pos] = ev_time[parent]
-            ev_worker[pos] = ev_worker[parent]
-            pos = parent
-        else:
-            break
-    ev_time[pos] = t
-    ev_worker[pos] = w
-    return n + 1
-
-
-cdef int64_t _ev_pop(double* ev_time, int64_t* ev_worker, int64_t n) noexcept nogil:
-    n -= 1
-    cdef double t0 = ev_time[n]
-    cdef int64_t w0 = ev_worker[n]
-    cdef int64_t pos = 0
-    cdef int64_t child
-    while True:
-        child = 2 * pos + 1
-        if child >= n:
-            break
-        if child + 1 < n and _ev_less(ev_time[child + 1], ev_worker[child + 1], ev_time[child], ev_worker[child]):
-            child += 1
-        if _ev_less(ev_time[child], ev_worker[child], t0, w0):
-            ev_time[pos] = ev_time[child]
-            ev_worker[pos] = ev_worker[child]
-            pos = child
-        else:
-            break
-    if n > 0:
-        ev_time[pos] = t0
-        ev_worker[pos] = w0
-    return n
-
-
 cdef struct Sampling:
     # the job ring (capacity jmask + 1) and the task ring (tmask + 1)
     int64_t* jr_id

@@ -114,44 +114,20 @@ cdef inline void _ifree_push(Wait* q, int64_t w) noexcept nogil:
     failures of non-barrier jobs (whose aborts kill a job's tasks by worker) need the ids; otherwise a count
     does (``q.ids`` false: no result depends on which free worker a task takes, since every release of an
     instant comes first)."""
-    cdef int64_t pos = q.n_free
-    cdef int64_t parent
-    if not q.ids:
+    if q.ids:
+        q.n_free = _id_push(q.free_ids, q.n_free, w)
+    else:
         q.n_free += 1
-        return
-    while pos > 0:
-        parent = (pos - 1) >> 1
-        if w < q.free_ids[parent]:
-            q.free_ids[pos] = q.free_ids[parent]
-            pos = parent
-        else:
-            break
-    q.free_ids[pos] = w
-    q.n_free += 1
 
 
 cdef inline int64_t _ifree_pop(Wait* q) noexcept nogil:
-    if not q.ids:
+    """The lowest free worker, taken (0 without ids)."""
+    cdef int64_t top = 0
+    if q.ids:
+        top = q.free_ids[0]
+        q.n_free = _id_pop(q.free_ids, q.n_free)
+    else:
         q.n_free -= 1
-        return 0
-    cdef int64_t top = q.free_ids[0]
-    q.n_free -= 1
-    cdef int64_t last = q.free_ids[q.n_free]
-    cdef int64_t pos = 0
-    cdef int64_t child
-    while True:
-        child = 2 * pos + 1
-        if child >= q.n_free:
-            break
-        if child + 1 < q.n_free and q.free_ids[child + 1] < q.free_ids[child]:
-            child += 1
-        if q.free_ids[child] < last:
-            q.free_ids[pos] = q.free_ids[child]
-            pos = child
-        else:
-            break
-    if q.n_free > 0:
-        q.free_ids[pos] = last
     return top
 
 
@@ -585,26 +561,6 @@ cdef void _wl_abort_sorted(Wait* q, int64_t j, double now) noexcept nogil:
         memmove(q.sorted_rel + q.slo + 1, q.sorted_rel + q.slo, (lo - q.slo) * sizeof(double))
         q.sorted_rel[q.slo] = now             # (now precedes every pending release)
         q.work[j] -= t - now
-
-
-cdef void _ev_sift_down(double* ev_time, int64_t* ev_worker, int64_t n, int64_t pos) noexcept nogil:
-    cdef double t0 = ev_time[pos]
-    cdef int64_t w0 = ev_worker[pos]
-    cdef int64_t child
-    while True:
-        child = 2 * pos + 1
-        if child >= n:
-            break
-        if child + 1 < n and _ev_less(ev_time[child + 1], ev_worker[child + 1], ev_time[child], ev_worker[child]):
-            child += 1
-        if _ev_less(ev_time[child], ev_worker[child], t0, w0):
-            ev_time[pos] = ev_time[child]
-            ev_worker[pos] = ev_worker[child]
-            pos = child
-        else:
-            break
-    ev_time[pos] = t0
-    ev_worker[pos] = w0
 
 
 cdef void _wl_start_task(Wait* q, int64_t j, double now) noexcept nogil:
