@@ -108,6 +108,7 @@ include "_heap.pxi"
 # the schedulers (barrier_queues.schedulers): one include per room
 include "schedulers/central.pxi"
 include "schedulers/sampling.pxi"
+include "schedulers/releases.pxi"
 include "schedulers/waitlist.pxi"
 
 # --------------------------------------------------------------------------------------------------

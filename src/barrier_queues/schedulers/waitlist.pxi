@@ -41,19 +41,15 @@ cdef struct Wait:
     int64_t nclass                            # classes
     int64_t head                              # first waiting job (-1: none)
     int64_t tail                              # last waiting job
-    # the workers: pending releases (a heap of (time, worker), or the sorted array below) and free ids
-    double* rel_time                          # heap: release times
-    int64_t* rel_worker                       # heap: the released worker
-    int64_t n_rel                             # heap entries
-    int64_t* free_ids                         # free workers' ids, a min-heap (lowest id first) or a count
+    # the workers: the pending releases (releases.pxi) and the free workers
+    Releases rs                               # the pending releases of busy workers
+    int64_t* free_ids                         # free workers' ids, a min-heap (lowest id first), with ids
     int64_t n_free                            # free workers
+    bint ids                                  # worker ids are tracked (a trace, or failures' kills by worker)
     double* run                               # scratch: one job's per-task hold times (its service)
-    double* scratch                           # scratch: one job's release times, before they are merged
-    double* sorted_rel                        # the pending release times, ascending, in [slo, shi)
-    bint srt                                  # backfill: keep sorted_rel and the per-class trees
-    bint arr                                  # sorted_rel alone holds the releases (no heap, no worker ids)
-    bint srel                                 # sorted_rel is kept (srt or arr)
-    bint ids                                  # worker ids are tracked (a trace, or failures' kills in the heap)
+    double* scratch                           # scratch: one job's release times, before they are added
+    int64_t* taken                            # scratch: the workers one job takes
+    bint srt                                  # backfill: the releases kept sorted, and the per-class trees
     # backfill: each waiting job's key (how long it would hold its last worker if started now) and, per class
     # with more than bt_min waiting jobs, a min segment tree of the keys over its jobs (arrival order)
     double* bkey                              # per job: its key
@@ -67,9 +63,6 @@ cdef struct Wait:
     const int64_t* bjobs                      # per class (from bjbase): its window jobs in arrival order
     const int64_t* bjbase                     # per class: its first entry in bjobs
     const Service* sv                         # the service rule of every job (barrier_queues.rules)
-    int64_t slo                               # sorted_rel's first pending entry
-    int64_t shi                               # sorted_rel's end
-    int64_t scap                              # sorted_rel's capacity (2 s + 1)
     bint two_barrier                          # workers held until the job departs
     int64_t servers                           # s
     # Spark's offers (overhead "event"): released workers offered one by one; global offers at revive ticks
@@ -129,78 +122,6 @@ cdef inline int64_t _ifree_pop(Wait* q) noexcept nogil:
     else:
         q.n_free -= 1
     return top
-
-
-cdef inline void _srt_room(Wait* q, int64_t k) noexcept nogil:
-    """Room for k more entries after ``sorted_rel[slo:shi]``: the entries move to the front when they would pass
-    its capacity (at most s entries, capacity 2 s + 1)."""
-    if q.shi + k > q.scap:
-        memmove(q.sorted_rel, q.sorted_rel + q.slo, (q.shi - q.slo) * sizeof(double))
-        q.shi -= q.slo
-        q.slo = 0
-
-
-cdef void _srt_add(Wait* q, double* b, int64_t k, bint sort) noexcept nogil:
-    """Merge the release times ``b[:k]`` into the ascending array ``sorted_rel[slo:shi]``: backfill keeps it beside
-    the release heap, so that its reservation costs O(log s), not a sort of every running task per decision, and
-    without worker ids on few workers (``sorted_releases``) it is the release times (``q.arr``, no heap). New releases
-    are mostly the latest, so the merge runs from the end: O(k log k) plus the entries it passes. ``b`` is sorted
-    by ``_sort_doubles``; a single release goes in by ``_srt_add1``."""
-    cdef double* a = q.sorted_rel
-    cdef int64_t i, j, out, take
-    cdef double x, y
-    if sort:
-        _sort_doubles(b, k)
-    _srt_room(q, k)
-    i = q.shi - 1
-    j = k - 1
-    out = q.shi + k - 1
-    while j >= 0:                             # (no branch on the values: the larger of the two tails' last)
-        x = a[i] if i >= q.slo else -INFINITY
-        y = b[j]
-        take = x > y
-        a[out] = x if take else y
-        i -= take
-        j -= 1 - take
-        out -= 1
-    q.shi += k
-
-
-cdef void _srt_add1(Wait* q, double t) noexcept nogil:
-    """One release time ``t`` into ``sorted_rel[slo:shi]`` (what ``_srt_add`` does with k = 1, for the single
-    tasks of non-barrier jobs). Up to 32 entries in one pass from the end without a branch per entry: the new
-    entry i is the old i - 1 if that is above t, else the least of the old i and t (the old shi: infinity).
-    Above, the place by bisection and the entries above it moved up by one."""
-    cdef double* a = q.sorted_rel
-    cdef int64_t i, lo, hi, mid
-    cdef double x, y
-    _srt_room(q, 1)
-    if q.shi - q.slo <= 32:
-        a[q.shi] = INFINITY
-        for i in range(q.shi, q.slo, -1):
-            x = a[i - 1]
-            y = a[i] if a[i] < t else t
-            a[i] = x if x > t else y
-        if t < a[q.slo]:
-            a[q.slo] = t
-    else:
-        lo = q.slo                            # the first entry above t
-        hi = q.shi
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if a[mid] > t:
-                hi = mid
-            else:
-                lo = mid + 1
-        memmove(a + lo + 1, a + lo, (q.shi - lo) * sizeof(double))
-        a[lo] = t
-    q.shi += 1
-
-
-cdef inline void _rel_push(Wait* q, double t, int64_t w) noexcept nogil:
-    """A release at t of worker w into the heap (with ``q.arr`` the sorted array alone holds the releases)."""
-    if not q.arr:
-        q.n_rel = _ev_push(q.rel_time, q.rel_worker, q.n_rel, t, w)
 
 
 cdef inline void _bk_set(Wait* q, int64_t j, double v) noexcept nogil:
@@ -397,18 +318,16 @@ cdef void _wl_start_job(Wait* q, int64_t j, double now, const Service* sv) noexc
     cdef double d = _wl_service(q, j, sv, &completed, &useful)
     for i in range(q.k[j]):
         w = _ifree_pop(q)
+        q.taken[i] = w
         work += q.run[i]
-        _rel_push(q, now + (d if q.two_barrier else q.run[i]), w)
+        q.scratch[i] = now + (d if q.two_barrier else q.run[i])
         if q.fail and q.ids:
             q.wunit[w] = q.ufirst[j]
-        if q.srel:
-            q.scratch[i] = now + (d if q.two_barrier else q.run[i])
         if q.do_trace:
             q.trace_worker[off + i] = w
             q.trace_start[off + i] = now
             q.trace_end[off + i] = now + q.run[i]
-    if q.srel:
-        _srt_add(q, q.scratch, q.k[j], not q.two_barrier)
+    _rs_add_job(&q.rs, q.scratch, q.taken, q.k[j], not q.two_barrier)
     if q.fail:
         _wl_attempt_ends(q, j, now, d, work)
         return
@@ -470,9 +389,7 @@ cdef void _wl_start_unit(Wait* q, int64_t j, double now) noexcept nogil:
     cdef double end = now + q.times[q.utoff[u] + a]
     q.ucur[u] = a + 1
     cdef int64_t w = _ifree_pop(q)
-    _rel_push(q, end, w)
-    if q.srel:
-        _srt_add1(q, end)
+    _rs_add(&q.rs, end, w)
     if q.ids:
         q.wunit[w] = u
     else:
@@ -504,26 +421,19 @@ cdef void _wl_abort(Wait* q, int64_t j, double now) noexcept nogil:
     their release times: the same sum whatever holds the releases), its waiting tasks dropped."""
     cdef int64_t i, u
     cdef int64_t cut = 0
-    if not q.ids:                             # (the releases in the ascending array: no workers to find)
+    if not q.rs.heap:                         # (the releases in the ascending array: no workers to find)
         _wl_abort_sorted(q, j, now)
-    for i in range(q.n_rel):
-        u = q.wunit[q.rel_worker[i]]
-        if u >= 0 and q.ujob[u] == j and q.rel_time[i] > now:
-            q.scratch[cut] = q.rel_time[i]    # (at most k of j's tasks run: scratch holds k)
-            q.rel_time[i] = now
+    for i in range(q.rs.n):
+        u = q.wunit[q.rs.worker[i]]
+        if u >= 0 and q.ujob[u] == j and q.rs.time[i] > now:
+            q.scratch[cut] = q.rs.time[i]     # (at most k of j's tasks run: scratch holds k)
+            _rs_cut_at(&q.rs, i, now)
             cut += 1
     if cut:
         _sort_doubles(q.scratch, cut)
         for i in range(cut):
             q.work[j] -= q.scratch[i] - now
-        for i in range(q.n_rel // 2 - 1, -1, -1):   # the heap again (its order is by (time, worker): no ties)
-            _ev_sift_down(q.rel_time, q.rel_worker, q.n_rel, i)
-        if q.srel:
-            q.slo = 0
-            q.shi = q.n_rel
-            for i in range(q.n_rel):
-                q.sorted_rel[i] = q.rel_time[i]
-            qsort(q.sorted_rel, q.shi, sizeof(double), _compare_double)
+        _rs_reorder(&q.rs)
     if q.status[j] == C_WAITING:
         _wl_unlink(q, j)
     if q.handed[j] < q.k[j]:
@@ -534,14 +444,13 @@ cdef void _wl_abort(Wait* q, int64_t j, double now) noexcept nogil:
 
 
 cdef void _wl_abort_sorted(Wait* q, int64_t j, double now) noexcept nogil:
-    """Without worker ids (the releases an ascending array of times, ``q.arr``): each running task of job j
+    """Without worker ids (the releases an ascending array of times): each running task of job j
     (a unit whose attempt ends after now, ``urun``) has its release moved to now, and the work it would still
     have done taken off the job's in ascending order of the release times (as :func:`_wl_abort` does with the
     heap). Releases of one time are alike, so the entry found by bisection is as good as the task's own: the
     values, and with them every result, are those of the heap with ids."""
-    cdef int64_t u, lo, hi, mid, i
+    cdef int64_t u, i
     cdef int64_t cut = 0
-    cdef double t
     for u in range(q.ufirst[j], q.ufirst[j] + q.k[j]):
         if q.ucur[u] > 0 and q.urun[u] > now:         # (urun is written when a unit starts)
             q.scratch[cut] = q.urun[u]
@@ -549,18 +458,8 @@ cdef void _wl_abort_sorted(Wait* q, int64_t j, double now) noexcept nogil:
             cut += 1
     _sort_doubles(q.scratch, cut)
     for i in range(cut):
-        t = q.scratch[i]
-        lo = q.slo                            # the first entry >= t (there is one equal: the task's)
-        hi = q.shi
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if q.sorted_rel[mid] < t:
-                lo = mid + 1
-            else:
-                hi = mid
-        memmove(q.sorted_rel + q.slo + 1, q.sorted_rel + q.slo, (lo - q.slo) * sizeof(double))
-        q.sorted_rel[q.slo] = now             # (now precedes every pending release)
-        q.work[j] -= t - now
+        _rs_cut_time(&q.rs, q.scratch[i], now)
+        q.work[j] -= q.scratch[i] - now
 
 
 cdef void _wl_start_task(Wait* q, int64_t j, double now) noexcept nogil:
@@ -571,9 +470,7 @@ cdef void _wl_start_task(Wait* q, int64_t j, double now) noexcept nogil:
     cdef double x = q.times[q.toff[j] + i]
     cdef int64_t w = _ifree_pop(q)
     cdef double end = now + x
-    _rel_push(q, end, w)
-    if q.srel:
-        _srt_add1(q, end)
+    _rs_add(&q.rs, end, w)
     if q.do_trace:
         q.trace_worker[q.toff[j] + i] = w
         q.trace_start[q.toff[j] + i] = now
@@ -628,12 +525,6 @@ cdef void _wl_first_fit(Wait* q, double now, const Service* sv) noexcept nogil:
                 _wl_start_task(q, best, now)
 
 
-cdef int _compare_double(const void* a, const void* b) noexcept nogil:
-    cdef double x = (<const double*> a)[0]
-    cdef double y = (<const double*> b)[0]
-    return (x > y) - (x < y)
-
-
 cdef void _wl_backfill(Wait* q, double now, const Service* sv) noexcept nogil:
     """EASY backfilling (EXTENSIONS.md section 4) as repeated choices of the earliest waiting job that may start
     now: it fits in F and either finishes by t_H or takes at most x of the spare workers. F and x only shrink
@@ -641,21 +532,14 @@ cdef void _wl_backfill(Wait* q, double now, const Service* sv) noexcept nogil:
     the one the walk in arrival order would start next. Per class it is the class's first job when its k <= x,
     else the first job in its tree that finishes by t_H: O(classes log n) per start, whatever the queue."""
     cdef int64_t head = _wl_fcfs(q, now, sv)
-    cdef int64_t need, spare, lo, hi, mid, c, p, cand, best
+    cdef int64_t need, spare, c, p, cand, best
     cdef double t_h, limit, key, best_key
     if head < 0 or not q.barrier[head] or q.n_free == 0:
         return
     need = q.k[head] - q.n_free                   # H starts when need more workers are free: at the need-th release
-    t_h = q.sorted_rel[q.slo + need - 1]
-    lo = q.slo + need                             # x: the workers free at t_H beyond H's k (releases at t_H count)
-    hi = q.shi
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if q.sorted_rel[mid] <= t_h:
-            lo = mid + 1
-        else:
-            hi = mid
-    spare = q.n_free - q.k[head] + (lo - q.slo)
+    t_h = _rs_kth(&q.rs, need - 1)
+    # x: the workers free at t_H beyond H's k (releases at t_H count)
+    spare = q.n_free - q.k[head] + _rs_count_le(&q.rs, need, t_h)
     limit = (t_h - now) + 1e-12 * (fabs(t_h) + fabs(now))     # a superset of now + key <= t_h, checked exactly
     while q.n_free > 0:
         best = -1
@@ -788,13 +672,13 @@ cdef inline double _wl_absorb(Wait* q, int64_t discipline, double now, double li
     cdef double retry = q.rt_time[0] if q.n_rt > 0 else INFINITY      # (a release at a retry's or an abort's
     cdef double abort = q.ab_time[0] if q.n_ab > 0 else INFINITY      # instant is left to the event loop)
     cdef double t
-    while q.slo < q.shi and q.n_free + 1 < need:
-        t = q.sorted_rel[q.slo]
-        if t > limit or t >= retry or t >= abort:
+    while q.n_free + 1 < need:
+        t = _rs_next(&q.rs)
+        if t > limit or t >= retry or t >= abort:     # (none pending: t is INFINITY)
             break
         now = t
+        _rs_pop(&q.rs)
         q.n_free += 1
-        q.slo += 1
     return now
 
 
@@ -803,17 +687,14 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
     cdef double now = -INFINITY
     cdef double tick, rel, arr, bound
     cdef int64_t j, u, released
-    cdef bint absorb = q.arr and not q.event and discipline != C_SERVER_FILLING
+    cdef bint absorb = not q.rs.heap and not q.event and discipline != C_SERVER_FILLING
     for j in range(pos):                      # jobs of earlier calls that still wait, in arrival order
         if q.status[j] == C_WAITING:
             _wl_link(q, j)
     while True:
-        if absorb and q.shi > q.slo:
+        if absorb:
             now = _wl_absorb(q, discipline, now, q.arrival[pos] if pos < nw else next_first_arrival)
-        if q.arr:
-            rel = q.sorted_rel[q.slo] if q.shi > q.slo else INFINITY
-        else:
-            rel = q.rel_time[0] if q.n_rel > 0 else INFINITY
+        rel = _rs_next(&q.rs)
         if q.n_rt > 0 and q.rt_time[0] < rel:
             rel = q.rt_time[0]                # a failed job waits again (failures): an event like a release
         arr = q.arrival[pos] if pos < nw else INFINITY
@@ -831,17 +712,9 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
                 if j >= 0 and q.status[j] != C_STARTED:
                     _wl_abort(q, j, now)
             released = 0
-            if q.arr:                         # (no ids: a count of free workers)
-                while q.slo < q.shi and q.sorted_rel[q.slo] == now:
-                    q.n_free += 1
-                    q.slo += 1
-                    released += 1
-            while q.n_rel > 0 and q.rel_time[0] == now:
-                _ifree_push(q, q.rel_worker[0])
-                q.n_rel = _ev_pop(q.rel_time, q.rel_worker, q.n_rel)
+            while _rs_next(&q.rs) == now:     # (with ids the free workers are a heap, else a count)
+                _ifree_push(q, _rs_pop(&q.rs))
                 released += 1
-                if q.srel:
-                    q.slo += 1                # the earliest release, also first in the sorted copy
             while q.n_rt > 0 and q.rt_time[0] == now:     # then the failed jobs (tasks) due now, at their places
                 u = q.rt_job[0]
                 q.n_rt = _ev_pop(q.rt_time, q.rt_job, q.n_rt)
@@ -1025,7 +898,7 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
     for j in range(nw):
         if k[j] > kmax:
             kmax = k[j]
-    cdef int64_t* links = <int64_t*> malloc((4 * nw + 2 * nclass + 1) * sizeof(int64_t))
+    cdef int64_t* links = <int64_t*> malloc((4 * nw + 2 * nclass + kmax + 1) * sizeof(int64_t))
     cdef double* buffers = <double*> malloc((2 * kmax + 2 * s + 1) * sizeof(double))
     if links == NULL or buffers == NULL:
         free(links)
@@ -1057,14 +930,11 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
     q.nclass = nclass
     q.head = -1
     q.tail = -1
-    q.rel_time = &rel_time[0]
-    q.rel_worker = &rel_worker[0]
-    q.n_rel = heap_state[0]
     q.free_ids = &free_ids[0]
     q.n_free = heap_state[1]
     q.run = buffers
     q.scratch = buffers + kmax
-    q.sorted_rel = buffers + 2 * kmax
+    q.taken = links + 4 * nw + 2 * nclass
     q.srt = discipline == C_BACKFILL              # backfill's trees and sorted release times
     q.two_barrier = two_barrier
     q.servers = s
@@ -1101,17 +971,10 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
         q.urun = &urun[0] if urun is not None and urun.shape[0] else NULL
     q.n_ab = heap_state[3] if q.fail else 0
     q.ids = q.do_trace or (q.fail and failure_ids and not sorted_releases)
-    q.arr = sorted_releases and not q.ids         # the release times in an ascending array alone, not a heap
-    q.srel = q.srt or q.arr                       # the release times kept sorted (from the heap, once per call)
-    q.slo = 0
-    q.shi = heap_state[0] if q.srel else 0
-    q.scap = 2 * s + 1
-    for j in range(q.shi):
-        q.sorted_rel[j] = rel_time[j]
-    if q.shi > 1:
-        qsort(q.sorted_rel, q.shi, sizeof(double), _compare_double)
-    if q.arr:
-        q.n_rel = 0                               # (the heap stays empty; its entries are in sorted_rel)
+    # the release set: a heap with worker ids (or without sorted_releases), an ascending array of times alone
+    # without them; backfill keeps the ascending array beside the heap
+    _rs_open(&q.rs, not (sorted_releases and not q.ids), q.srt or (sorted_releases and not q.ids), &rel_time[0],
+             &rel_worker[0], heap_state[0], buffers + 2 * kmax, s)
     q.sv = &sv
     cdef int64_t* bint_buf = NULL
     cdef double* btree = NULL
@@ -1162,13 +1025,7 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
         q.bt_min = backfill_list_max
     with nogil:
         _run_waitlist(&q, nw, pos, next_first_arrival, &sv, discipline)
-    if q.arr:                                     # the releases back in rel_time, ascending (a valid heap)
-        for j in range(q.shi - q.slo):
-            rel_time[j] = q.sorted_rel[q.slo + j]
-            rel_worker[j] = 0
-        heap_state[0] = q.shi - q.slo
-    else:
-        heap_state[0] = q.n_rel
+    heap_state[0] = _rs_close(&q.rs)               # (without the heap: ascending times, a valid heap)
     heap_state[1] = q.n_free
     if q.fail:
         heap_state[2] = q.n_rt
