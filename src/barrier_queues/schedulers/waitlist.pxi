@@ -15,6 +15,40 @@ FCFS, FIRST_FIT, BACKFILL, SERVER_FILLING = C_FCFS, C_FIRST_FIT, C_BACKFILL, C_S
 WAITING, STARTED, RETRY = C_WAITING, C_STARTED, C_RETRY
 
 
+cdef struct Failures:
+    # failures of running tasks (barrier_queues.failures; EXTENSIONS.md section 5): each unit's attempts are
+    # drawn with its job, ``times`` holds every attempt's holds; the kernel schedules the attempts and kills
+    # what an abort leaves running. A unit is a barrier job, or one task of a non-barrier job (retried alone).
+    bint on                                   # failures on (off: the kernel reads no other field)
+    double delay                              # the resubmit delay D
+    # per job
+    const int64_t* attempts                   # its attempts (the most of one of its units)
+    int64_t* current                          # its current attempt (barrier jobs)
+    const unsigned char* aborts               # its last attempt fails: it aborts (barrier jobs)
+    const int64_t* first_unit                 # its first unit (its units follow in task order)
+    int64_t* retry_top                        # the first of its failed tasks due again (-1: none)
+    int64_t* left                             # its tasks whose last attempt has not started
+    unsigned char* doomed                     # a unit's last attempt failed: the job aborts at its abort time
+    # per unit
+    const int64_t* unit_job                   # its job
+    const int64_t* unit_off                   # the offset of its attempts' holds in times
+    const int64_t* unit_attempts              # its attempts
+    const unsigned char* unit_aborts          # its last attempt fails
+    int64_t* unit_current                     # its next attempt
+    int64_t* unit_next                        # the next failed task due again in its job's list
+    double* unit_end                          # its running attempt's end (without worker ids)
+    # per worker (with worker ids)
+    int64_t* worker_unit                      # the unit it runs (-1: none)
+    # the retry heap (_heap.pxi): failed units due to wait again
+    double* retry_time                        # when the unit waits again
+    int64_t* retry_unit                       # the unit (-1: one of a job that has left the window)
+    int64_t n_retry                           # entries
+    # the abort heap: doomed jobs' aborts
+    double* abort_time                        # when the job aborts (its failing last attempt ends)
+    int64_t* abort_job                        # the job (-1: one that has left the window)
+    int64_t n_abort                           # entries
+
+
 cdef struct Wait:
     # the window's jobs (per job, in arrival order; read-only inputs, then results written in place)
     const double* arrival                     # arrival time
@@ -75,31 +109,8 @@ cdef struct Wait:
     int64_t* trace_worker                     # per draw: its worker
     double* trace_start                       # per draw: its start
     double* trace_end                         # per draw: its end
-    # failures (barrier_queues.failures): a job's attempts, drawn with it; times holds each attempt's holds
-    bint fail                                 # failures on
-    const int64_t* natt                       # per job: its attempts
-    int64_t* attempt                          # per job: its current attempt
-    const unsigned char* aborted              # per job: its last attempt fails (it aborts)
-    double delay                              # resubmit delay D
-    double* rt_time                           # retry heap: when a failed unit waits again
-    int64_t* rt_job                           # retry heap: the unit
-    int64_t n_rt                              # retry heap entries
-    # units (failures.units): a barrier job, or one task of a non-barrier job (retried alone); rt_job holds units
-    const int64_t* ufirst                     # per job: its first unit
-    const int64_t* ujob                       # per unit: its job
-    const int64_t* utoff                      # per unit: offset of its attempts' holds in times
-    const int64_t* unatt                      # per unit: its attempts
-    const unsigned char* uab                  # per unit: its last attempt fails
-    int64_t* ucur                             # per unit: its current attempt
-    int64_t* unext                            # per unit: the next failed task due again in its job's list
-    int64_t* rtop                             # per job: the first of its failed tasks due again (-1: none)
-    int64_t* left                             # per job: tasks whose last attempt has not started
-    unsigned char* doomed                     # per job: a last attempt failed, the job aborts at its abort time
-    double* ab_time                           # abort heap: when a doomed job aborts
-    int64_t* ab_job                           # abort heap: the job
-    int64_t n_ab                              # abort heap entries
-    int64_t* wunit                            # per worker: the unit it runs (-1: none; with worker ids)
-    double* urun                              # each unit's running attempt's end (failures without worker ids)
+    Failures f                                # failures (barrier_queues.failures): their own state
+
 
 
 cdef inline void _ifree_push(Wait* q, int64_t w) noexcept nogil:
@@ -301,8 +312,8 @@ cdef void _wl_insert(Wait* q, int64_t j) noexcept nogil:
 
 cdef inline int64_t _wl_off(Wait* q, int64_t j) noexcept nogil:
     """Index of the first draw of job j's current attempt."""
-    if q.fail:
-        return q.toff[j] + q.attempt[j] * q.k[j]
+    if q.f.on:
+        return q.toff[j] + q.f.current[j] * q.k[j]
     return q.toff[j]
 
 
@@ -321,14 +332,14 @@ cdef void _wl_start_job(Wait* q, int64_t j, double now, const Service* sv) noexc
         q.taken[i] = w
         work += q.run[i]
         q.scratch[i] = now + (d if q.two_barrier else q.run[i])
-        if q.fail and q.ids:
-            q.wunit[w] = q.ufirst[j]
+        if q.f.on and q.ids:
+            q.f.worker_unit[w] = q.f.first_unit[j]
         if q.do_trace:
             q.trace_worker[off + i] = w
             q.trace_start[off + i] = now
             q.trace_end[off + i] = now + q.run[i]
     _rs_add_job(&q.rs, q.scratch, q.taken, q.k[j], not q.two_barrier)
-    if q.fail:
+    if q.f.on:
         _wl_attempt_ends(q, j, now, d, work)
         return
     q.start[j] = now
@@ -343,32 +354,32 @@ cdef void _wl_start_job(Wait* q, int64_t j, double now, const Service* sv) noexc
 cdef void _wl_attempt_ends(Wait* q, int64_t j, double now, double d, double work) noexcept nogil:
     """After an attempt of job j started at now, lasting d: the job departs (its last attempt: done, or aborted
     if that attempt fails), or it waits again at now + d + delay (a failed attempt)."""
-    if q.attempt[j] == 0:
+    if q.f.current[j] == 0:
         q.start[j] = now
     q.work[j] += work
     _wl_unlink(q, j)
-    if q.attempt[j] < q.natt[j] - 1:
-        q.n_rt = _ev_push(q.rt_time, q.rt_job, q.n_rt, now + d + q.delay, q.ufirst[j])
-        q.attempt[j] += 1
+    if q.f.current[j] < q.f.attempts[j] - 1:
+        q.f.n_retry = _ev_push(q.f.retry_time, q.f.retry_unit, q.f.n_retry, now + d + q.f.delay, q.f.first_unit[j])
+        q.f.current[j] += 1
         q.status[j] = C_RETRY
         return
     q.dep[j] = now + d
-    q.completed[j] = 0 if q.aborted[j] else q.k[j]
+    q.completed[j] = 0 if q.f.aborts[j] else q.k[j]
     q.status[j] = C_STARTED
 
 
 cdef inline bint _wl_ready(Wait* q, int64_t j) noexcept nogil:
     """Whether non-barrier job j has a task to start: one not yet started, or a failed one due again."""
-    return q.handed[j] < q.k[j] or (q.fail and q.rtop[j] >= 0)
+    return q.handed[j] < q.k[j] or (q.f.on and q.f.retry_top[j] >= 0)
 
 
 cdef inline double _wl_next_hold(Wait* q, int64_t j) noexcept nogil:
     """How long the next task started for non-barrier job j would hold its worker."""
     cdef int64_t u
-    if not q.fail:
+    if not q.f.on:
         return q.times[q.toff[j] + q.handed[j]]
-    u = q.rtop[j] if q.rtop[j] >= 0 else q.ufirst[j] + q.handed[j]
-    return q.times[q.utoff[u] + q.ucur[u]]
+    u = q.f.retry_top[j] if q.f.retry_top[j] >= 0 else q.f.first_unit[j] + q.handed[j]
+    return q.times[q.f.unit_off[u] + q.f.unit_current[u]]
 
 
 cdef void _wl_start_unit(Wait* q, int64_t j, double now) noexcept nogil:
@@ -377,38 +388,38 @@ cdef void _wl_start_unit(Wait* q, int64_t j, double now) noexcept nogil:
     the next one not yet started. A failing attempt is due again D after it ends; a unit's failing last
     attempt dooms its job (it aborts when that attempt ends, killing its running tasks)."""
     cdef int64_t u
-    if q.rtop[j] >= 0:
-        u = q.rtop[j]
-        q.rtop[j] = q.unext[u]
+    if q.f.retry_top[j] >= 0:
+        u = q.f.retry_top[j]
+        q.f.retry_top[j] = q.f.unit_next[u]
     else:
-        u = q.ufirst[j] + q.handed[j]
+        u = q.f.first_unit[j] + q.handed[j]
         q.handed[j] += 1
         if q.handed[j] == q.k[j]:
             q.start[j] = now
-    cdef int64_t a = q.ucur[u]
-    cdef double end = now + q.times[q.utoff[u] + a]
-    q.ucur[u] = a + 1
+    cdef int64_t a = q.f.unit_current[u]
+    cdef double end = now + q.times[q.f.unit_off[u] + a]
+    q.f.unit_current[u] = a + 1
     cdef int64_t w = _ifree_pop(q)
     _rs_add(&q.rs, end, w)
     if q.ids:
-        q.wunit[w] = u
+        q.f.worker_unit[w] = u
     else:
-        q.urun[u] = end
+        q.f.unit_end[u] = end
     q.work[j] += end - now
-    if a < q.unatt[u] - 1:
-        q.n_rt = _ev_push(q.rt_time, q.rt_job, q.n_rt, end + q.delay, u)
+    if a < q.f.unit_attempts[u] - 1:
+        q.f.n_retry = _ev_push(q.f.retry_time, q.f.retry_unit, q.f.n_retry, end + q.f.delay, u)
     else:
-        q.left[j] -= 1
-        if q.uab[u]:
-            if not q.doomed[j]:
-                q.doomed[j] = 1
-            q.n_ab = _ev_push(q.ab_time, q.ab_job, q.n_ab, end, j)
+        q.f.left[j] -= 1
+        if q.f.unit_aborts[u]:
+            if not q.f.doomed[j]:
+                q.f.doomed[j] = 1
+            q.f.n_abort = _ev_push(q.f.abort_time, q.f.abort_job, q.f.n_abort, end, j)
         elif end > q.dep[j]:
             q.dep[j] = end
     if not _wl_ready(q, j):
         _wl_unlink(q, j)
         q.status[j] = C_RETRY
-        if q.left[j] == 0 and not q.doomed[j]:
+        if q.f.left[j] == 0 and not q.f.doomed[j]:
             q.completed[j] = q.k[j]
             q.status[j] = C_STARTED
     elif q.srt:
@@ -424,8 +435,8 @@ cdef void _wl_abort(Wait* q, int64_t j, double now) noexcept nogil:
     if not q.rs.heap:                         # (the releases in the ascending array: no workers to find)
         _wl_abort_sorted(q, j, now)
     for i in range(q.rs.n):
-        u = q.wunit[q.rs.worker[i]]
-        if u >= 0 and q.ujob[u] == j and q.rs.time[i] > now:
+        u = q.f.worker_unit[q.rs.worker[i]]
+        if u >= 0 and q.f.unit_job[u] == j and q.rs.time[i] > now:
             q.scratch[cut] = q.rs.time[i]     # (at most k of j's tasks run: scratch holds k)
             _rs_cut_at(&q.rs, i, now)
             cut += 1
@@ -451,10 +462,10 @@ cdef void _wl_abort_sorted(Wait* q, int64_t j, double now) noexcept nogil:
     values, and with them every result, are those of the heap with ids."""
     cdef int64_t u, i
     cdef int64_t cut = 0
-    for u in range(q.ufirst[j], q.ufirst[j] + q.k[j]):
-        if q.ucur[u] > 0 and q.urun[u] > now:         # (urun is written when a unit starts)
-            q.scratch[cut] = q.urun[u]
-            q.urun[u] = now
+    for u in range(q.f.first_unit[j], q.f.first_unit[j] + q.k[j]):
+        if q.f.unit_current[u] > 0 and q.f.unit_end[u] > now:         # (urun is written when a unit starts)
+            q.scratch[cut] = q.f.unit_end[u]
+            q.f.unit_end[u] = now
             cut += 1
     _sort_doubles(q.scratch, cut)
     for i in range(cut):
@@ -463,7 +474,7 @@ cdef void _wl_abort_sorted(Wait* q, int64_t j, double now) noexcept nogil:
 
 
 cdef void _wl_start_task(Wait* q, int64_t j, double now) noexcept nogil:
-    if q.fail:
+    if q.f.on:
         _wl_start_unit(q, j, now)
         return
     cdef int64_t i = q.handed[j]
@@ -669,8 +680,8 @@ cdef inline double _wl_absorb(Wait* q, int64_t discipline, double now, double li
     to the event loop, with the others of its instant. Returns the time of the last release taken (or
     ``now``)."""
     cdef int64_t need = _wl_need(q, discipline)
-    cdef double retry = q.rt_time[0] if q.n_rt > 0 else INFINITY      # (a release at a retry's or an abort's
-    cdef double abort = q.ab_time[0] if q.n_ab > 0 else INFINITY      # instant is left to the event loop)
+    cdef double retry = q.f.retry_time[0] if q.f.n_retry > 0 else INFINITY      # (a release at a retry's or an abort's
+    cdef double abort = q.f.abort_time[0] if q.f.n_abort > 0 else INFINITY      # instant is left to the event loop)
     cdef double t
     while q.n_free + 1 < need:
         t = _rs_next(&q.rs)
@@ -695,8 +706,8 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
         if absorb:
             now = _wl_absorb(q, discipline, now, q.arrival[pos] if pos < nw else next_first_arrival)
         rel = _rs_next(&q.rs)
-        if q.n_rt > 0 and q.rt_time[0] < rel:
-            rel = q.rt_time[0]                # a failed job waits again (failures): an event like a release
+        if q.f.n_retry > 0 and q.f.retry_time[0] < rel:
+            rel = q.f.retry_time[0]                # a failed job waits again (failures): an event like a release
         arr = q.arrival[pos] if pos < nw else INFINITY
         bound = arr if pos < nw else next_first_arrival
         tick = INFINITY
@@ -706,27 +717,27 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
             tick = q.phase + q.tick_n * q.revive
         if rel < INFINITY and rel <= tick and rel <= arr and (pos < nw or rel <= next_first_arrival):
             now = rel                         # releases first: each freed worker offers itself
-            while q.n_ab > 0 and q.ab_time[0] <= now:     # (a job aborted now first releases its killed tasks)
-                j = q.ab_job[0]
-                q.n_ab = _ev_pop(q.ab_time, q.ab_job, q.n_ab)
+            while q.f.n_abort > 0 and q.f.abort_time[0] <= now:     # (a job aborted now first releases its killed tasks)
+                j = q.f.abort_job[0]
+                q.f.n_abort = _ev_pop(q.f.abort_time, q.f.abort_job, q.f.n_abort)
                 if j >= 0 and q.status[j] != C_STARTED:
                     _wl_abort(q, j, now)
             released = 0
             while _rs_next(&q.rs) == now:     # (with ids the free workers are a heap, else a count)
                 _ifree_push(q, _rs_pop(&q.rs))
                 released += 1
-            while q.n_rt > 0 and q.rt_time[0] == now:     # then the failed jobs (tasks) due now, at their places
-                u = q.rt_job[0]
-                q.n_rt = _ev_pop(q.rt_time, q.rt_job, q.n_rt)
+            while q.f.n_retry > 0 and q.f.retry_time[0] == now:     # then the failed jobs (tasks) due now, at their places
+                u = q.f.retry_unit[0]
+                q.f.n_retry = _ev_pop(q.f.retry_time, q.f.retry_unit, q.f.n_retry)
                 if u < 0:
                     continue                  # a task of an aborted job that has left the window
-                j = q.ujob[u]
+                j = q.f.unit_job[u]
                 if q.barrier[j]:
                     q.status[j] = C_WAITING
                     _wl_insert(q, j)
                 elif q.status[j] != C_STARTED:            # (an aborted job's task is dropped)
-                    q.unext[u] = q.rtop[j]
-                    q.rtop[j] = u
+                    q.f.unit_next[u] = q.f.retry_top[j]
+                    q.f.retry_top[j] = u
                     if q.status[j] != C_WAITING:
                         q.status[j] = C_WAITING
                         _wl_insert(q, j)
@@ -946,31 +957,31 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
     q.trace_worker = &trace_worker[0] if q.do_trace else NULL
     q.trace_start = &trace_start[0] if q.do_trace else NULL
     q.trace_end = &trace_end[0] if q.do_trace else NULL
-    q.fail = st.fail
-    q.natt = &natt[0] if q.fail and nw else NULL
-    q.attempt = &attempt[0] if q.fail and nw else NULL
-    q.aborted = &aborted[0] if q.fail and nw else NULL
-    q.delay = delay
-    q.rt_time = &rt_time[0] if q.fail and rt_time.shape[0] else NULL
-    q.rt_job = &rt_job[0] if q.fail and rt_job.shape[0] else NULL
-    q.n_rt = heap_state[2] if q.fail else 0
-    if q.fail:
-        q.ufirst = &ufirst[0] if nw else NULL
-        q.ujob = &ujob[0] if ujob.shape[0] else NULL
-        q.utoff = &utoff[0] if utoff.shape[0] else NULL
-        q.unatt = &unatt[0] if unatt.shape[0] else NULL
-        q.uab = &uab[0] if uab.shape[0] else NULL
-        q.ucur = &ucur[0] if ucur.shape[0] else NULL
-        q.unext = &unext[0] if unext.shape[0] else NULL
-        q.rtop = &rtop[0] if nw else NULL
-        q.left = &left[0] if nw else NULL
-        q.doomed = &doomed[0] if nw else NULL
-        q.ab_time = &ab_time[0] if ab_time.shape[0] else NULL
-        q.ab_job = &ab_job[0] if ab_job.shape[0] else NULL
-        q.wunit = &wunit[0]
-        q.urun = &urun[0] if urun is not None and urun.shape[0] else NULL
-    q.n_ab = heap_state[3] if q.fail else 0
-    q.ids = q.do_trace or (q.fail and failure_ids and not sorted_releases)
+    q.f.on = st.fail
+    q.f.attempts = &natt[0] if q.f.on and nw else NULL
+    q.f.current = &attempt[0] if q.f.on and nw else NULL
+    q.f.aborts = &aborted[0] if q.f.on and nw else NULL
+    q.f.delay = delay
+    q.f.retry_time = &rt_time[0] if q.f.on and rt_time.shape[0] else NULL
+    q.f.retry_unit = &rt_job[0] if q.f.on and rt_job.shape[0] else NULL
+    q.f.n_retry = heap_state[2] if q.f.on else 0
+    if q.f.on:
+        q.f.first_unit = &ufirst[0] if nw else NULL
+        q.f.unit_job = &ujob[0] if ujob.shape[0] else NULL
+        q.f.unit_off = &utoff[0] if utoff.shape[0] else NULL
+        q.f.unit_attempts = &unatt[0] if unatt.shape[0] else NULL
+        q.f.unit_aborts = &uab[0] if uab.shape[0] else NULL
+        q.f.unit_current = &ucur[0] if ucur.shape[0] else NULL
+        q.f.unit_next = &unext[0] if unext.shape[0] else NULL
+        q.f.retry_top = &rtop[0] if nw else NULL
+        q.f.left = &left[0] if nw else NULL
+        q.f.doomed = &doomed[0] if nw else NULL
+        q.f.abort_time = &ab_time[0] if ab_time.shape[0] else NULL
+        q.f.abort_job = &ab_job[0] if ab_job.shape[0] else NULL
+        q.f.worker_unit = &wunit[0]
+        q.f.unit_end = &urun[0] if urun is not None and urun.shape[0] else NULL
+    q.f.n_abort = heap_state[3] if q.f.on else 0
+    q.ids = q.do_trace or (q.f.on and failure_ids and not sorted_releases)
     # the release set: a heap with worker ids (or without sorted_releases), an ascending array of times alone
     # without them; backfill keeps the ascending array beside the heap
     _rs_open(&q.rs, not (sorted_releases and not q.ids), q.srt or (sorted_releases and not q.ids), &rel_time[0],
@@ -1027,9 +1038,9 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
         _run_waitlist(&q, nw, pos, next_first_arrival, &sv, discipline)
     heap_state[0] = _rs_close(&q.rs)               # (without the heap: ascending times, a valid heap)
     heap_state[1] = q.n_free
-    if q.fail:
-        heap_state[2] = q.n_rt
-        heap_state[3] = q.n_ab
+    if q.f.on:
+        heap_state[2] = q.f.n_retry
+        heap_state[3] = q.f.n_abort
     if tick_state is not None:
         tick_state[0] = q.tick_n
     free(links)
