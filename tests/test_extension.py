@@ -1,5 +1,6 @@
-"""The extension guide's path (book/extending.md), run for real: a toy rule and a toy scheduler are added
-through the registries, and each is checked against its own plain reference and an exact result."""
+"""The extension guide's path (book/reference/extending.md), run for real: a toy rule, a toy scheduler and a
+toy failure model are added through the registries, and each is checked against its own plain reference and an
+exact result."""
 
 import math
 
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 
 import barrier_queues as bq
-from barrier_queues import rules, schedulers
+from barrier_queues import failures, rules, schedulers
 from barrier_queues.inputs import chunk_jobs, draw_jobs
 from barrier_queues.order_stats import harmonic
 from barrier_queues.schedulers.base import job_outputs
@@ -104,6 +105,43 @@ GANG_ONE = schedulers.Scheduler("gang-one", "one job at a time on the whole clus
                                 validate=lambda system, set_: None)
 
 
+# --------------------------------------------------------------------------------------------------
+# a toy failure model: "resume" restarts a failed attempt's tasks where each stopped (checkpoints taken
+# continuously, at no cost); no compiled round: its reference round serves both paths
+
+def resume_round(system, work, progress, pos, starts, k, clocks, base):
+    left = work[pos] - progress[pos]
+    need = base + left
+    t_f = np.minimum.reduceat(np.where(clocks < need, clocks, np.inf), starts)
+    failed = np.isfinite(t_f)
+    until = np.repeat(t_f, k)
+    progress[pos] += np.where(np.repeat(failed, k), np.clip(until - base, 0.0, left), 0.0)
+    return np.minimum(need, until), failed
+
+
+def resume_attempt(fail, work, progress, clocks, base):
+    """The same, one unit's attempt task by task (the reference scheduler's)."""
+    need = [base + w - p for w, p in zip(work, progress, strict=True)]
+    t_f = min((c for c, n in zip(clocks, need, strict=True) if c < n), default=math.inf)
+    if t_f == math.inf:
+        return need, False
+    for i, n in enumerate(need):
+        progress[i] += min(max(t_f - base, 0.0), n - base)
+    return [min(n, t_f) for n in need], True
+
+
+RESUME = failures.FailureModel("resume", "a retry resumes each task where it stopped (a toy)", fresh=False,
+                               round=resume_round, attempt=resume_attempt,
+                               law=lambda s: harmonic(s.tasks) / s.task_dist.rate)
+
+
+@pytest.fixture
+def toy_failure_model():
+    failures.register(RESUME)
+    yield RESUME
+    failures.unregister("resume")
+
+
 @pytest.fixture
 def toy_rule():
     rules.register(HALF)
@@ -160,7 +198,46 @@ def test_a_toy_scheduler_added_through_the_registry_equals_its_reference_and_m_g
     assert lo <= pk <= hi, (lo, pk, hi)
 
 
+def test_a_toy_failure_model_added_through_the_registry_equals_its_reference_and_its_law(toy_failure_model):
+    from barrier_queues.schedulers import waitlist
+
+    system = bq.BarrierSystem(servers=4, tasks=4, barriers=2, arrival_rate=0.01, failure_rate=0.5,
+                              retry_work="resume")
+    assert "resume" in next(o for o in option_fields() if o["name"] == "retry_work")["choices"]
+    for discipline in ("fcfs", "first-fit", "backfill"):      # the kernel schedules its attempts as the reference
+        crowded = system.replace(servers=8, arrival_rate=0.4, scheduling=discipline, barrier_fraction=0.5)
+        rng = np.random.default_rng(11)
+        inputs = failures.attempts(crowded, draw_jobs(crowded, 2000, rng), waitlist.failure_stream(rng))
+        assert inputs["attempts"].max() > 1
+        kernel, ref = waitlist.run_inputs(crowded, inputs), waitlist.reference(crowded, inputs)
+        for key in ("start", "departure", "work", "useful", "completed", "attempts", "aborted"):
+            assert np.array_equal(np.asarray(kernel[key]), np.asarray(ref[key])), key
+    # nothing is lost: a job alone runs max X_i in all (its law, H_4 / mu), with 1 + gamma k / mu attempts
+    # (the failures of gamma times the total work k / mu)
+    res = bq.simulate(system, jobs=20_000, replications=4, seed=12).summary()
+    lo, hi = res["ci"]["execution"]
+    assert lo <= RESUME.law(system) <= hi, (lo, RESUME.law(system), hi)
+    lo, hi = res["failure_ci"]["mean_attempts"]
+    assert lo <= 1 + 0.5 * 4 <= hi, (lo, hi)
+    with pytest.raises(bq.ParameterError, match="retry_work must be 'identical' with checkpoint_interval"):
+        system.replace(checkpoint_interval=1.0)
+
+
+@pytest.mark.parametrize("name, system", [
+    ("different", dict(task_dist="exponential:rate=1.0")),
+    ("identical", dict(task_dist="deterministic:value=6.0", checkpoint_interval=1.5, checkpoint_cost=0.2,
+                       restart_cost=0.3, failure_rate=0.05))])
+def test_each_built_in_failure_model_meets_its_law(name, system):
+    """Every registered model with a law: one job alone (s = k = 4, 2 barriers, D = 0, no cap)."""
+    system = bq.BarrierSystem(servers=4, tasks=4, barriers=2, arrival_rate=0.01, retry_work=name,
+                              **{"failure_rate": 0.25, **system})
+    exact = failures.get(name).law(system)
+    lo, hi = bq.simulate(system, jobs=20_000, replications=8, seed=13).summary()["ci"]["execution"]
+    assert lo <= exact <= hi, (lo, exact, hi)
+
+
 def test_unregistered_toys_leave_no_trace():
     assert ("release", "half") not in rules.RULES and "gang-one" not in schedulers.SCHEDULERS
+    assert "resume" not in failures.MODELS
     with pytest.raises(bq.ParameterError, match="placement must be one of 'central', 'sample'"):
         bq.BarrierSystem(servers=8, tasks=4, placement="gang-one")

@@ -99,7 +99,7 @@ def _chunked_reference(system, jobs, size, seed, delay):
                                                                      "clocks", "fresh", "unit_attempts")}
     fail = {"clocks": cat["clocks"], "fresh": cat["fresh"], "unit_attempts": cat["unit_attempts"],
             "max_attempts": system.max_attempts, "delay": delay, "identical": False, "tau": None, "delta": None,
-            "restart": 0.0}
+            "restart": 0.0, "attempt": fl.get("different").attempt}
     return simulate_waitlist_reference(cat["arrival"], cat["tasks"], cat["barrier"], cat["times"],
                                        system.servers, system.scheduling, failures=fail, release="fixed")
 

@@ -184,7 +184,7 @@ def _system_options() -> dict:
 
     out = {}
     for o in option_fields():
-        listed = o["kind"] == "choice" and o["name"] not in ("release", "sync")     # rules list themselves
+        listed = o["kind"] == "choice" and o["name"] not in ("release", "sync", "retry_work")   # registries list theirs
         choices = f" ({', '.join(o['choices'])})" if listed else ""
         out[o["flag"]] = (o["name"], _option_parser(o), o["help"] + choices)
         if o["name"] == "arrival_rate":

@@ -52,13 +52,14 @@ exact best interval, and :func:`two_barrier_lambda_max`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from ._validation import ParameterError
 from .kernels import kernels_module
 
-RETRY_WORK = ("different", "identical")
 #: Spark's resubmit delay (DAGScheduler.RESUBMIT_TIMEOUT, seconds) and attempt caps (Appendix C)
 SPARK_RESUBMIT_DELAY = 0.2
 SPARK_ATTEMPTS = {"result": 1, "shuffle-map": 4}
@@ -68,6 +69,160 @@ MAX_ROUNDS = 100_000
 GUARD = 20.0
 FIELDS = ("failure_rate", "max_attempts", "resubmit_delay", "retry_work", "checkpoint_interval",
           "checkpoint_cost", "restart_cost")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# failure models: what a failed attempt leaves for the retry (one registry, one entry per value of retry_work)
+
+
+def _no_check(system) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class FailureModel:
+    """A failure model: how a retry's tasks are drawn and how long each task of an attempt needs.
+
+    Every model shares the failure clocks (each running task fails at rate
+    ``gamma``: the first clock below a task's need ends the attempt at
+    ``t_f``; every task holds ``min(need, t_f)``), the attempt cap, the
+    resubmit delay and the restart cost ``R`` spent before each retry. A
+    model declares, once:
+
+    * ``name`` (the value of ``BarrierSystem.retry_work``) and ``help``;
+    * ``fresh``: a retry draws fresh task times from the task law (else it
+      redoes the work its task had in the first attempt);
+    * ``checkpoints``: it owns ``checkpoint_interval`` and ``checkpoint_cost``
+      (others refuse them);
+    * ``check(system)``: combinations it refuses, beyond the common ranges;
+    * ``kernel(system)``: the keyword arguments of the compiled
+      ``attempt_round`` (``checkpoints``, ``tau``, ``delta``), or None when
+      no compiled round computes it (its ``round`` then serves both paths);
+    * ``round(system, work, progress, pos, starts, k, clocks, base)``: its
+      plain reference of one round (numpy): per task (at ``pos``, unit by
+      unit from ``starts``, ``k`` tasks each) the need from the work
+      ``work[pos]`` and the work already saved ``progress[pos]`` (updated in
+      place for the failed units), returning ``(holds, failed)``;
+    * ``attempt(fail, work, progress, clocks, base)``: its plain-Python
+      reference of one unit's attempt, for the reference scheduler
+      (:mod:`barrier_queues.schedulers.waitlist_reference`): lists of the
+      unit's task works, saved work (updated in place if the attempt fails)
+      and clocks; ``fail`` holds ``tau`` and ``delta``; returns ``(holds,
+      failed)``;
+    * ``law(system)``: the exact mean execution time of one job alone
+      (``s = k``, 2 barriers, ``D = 0``, no cap) when known, else None: the
+      oracle its test checks the simulation against.
+    """
+
+    name: str
+    help: str
+    fresh: bool
+    round: Callable
+    attempt: Callable
+    checkpoints: bool = False
+    check: Callable = _no_check
+    kernel: Callable | None = None
+    law: Callable | None = None
+
+
+def _restart_round(system, work, progress, pos, starts, k, clocks, base):
+    """Whole-task restart, with checkpoints when the system has them: a task needs ``base + w`` (``w`` its work
+    not yet saved) plus ``delta floor(w / tau)``; a failed attempt saves ``tau`` per checkpoint passed."""
+    tau, delta = system.checkpoint_interval, system.checkpoint_cost
+    w = work[pos] - progress[pos]
+    need = base + w if tau is None else base + w + delta * np.floor(w / tau)
+    t_f = np.minimum.reduceat(np.where(clocks < need, clocks, np.inf), starts)
+    failed = np.isfinite(t_f)
+    holds = np.minimum(need, np.repeat(t_f, k))    # (t_f = inf for a unit whose attempt succeeds: need)
+    if tau is not None:
+        elapsed = np.repeat(t_f, k) - base
+        done = np.where(np.repeat(failed, k) & (elapsed > 0), np.floor(elapsed / (tau + delta)), 0.0)
+        progress[pos] += tau * np.minimum(done, np.floor(w / tau))
+    return holds, failed
+
+
+def _restart_attempt(fail, work, progress, clocks, base):
+    """One attempt, task by task (the plain reference of :func:`_restart_round` and the compiled round)."""
+    tau, delta = fail["tau"], fail["delta"]
+    need, left = [], []
+    for i in range(len(work)):
+        w = work[i] - progress[i]
+        left.append(w)
+        need.append(base + w if tau is None else base + w + delta * math.floor(w / tau))
+    t_f = math.inf
+    for i in range(len(work)):
+        if clocks[i] < need[i] and clocks[i] < t_f:
+            t_f = clocks[i]
+    if t_f == math.inf:
+        return need, False
+    if tau is not None:
+        elapsed = t_f - base
+        done = math.floor(elapsed / (tau + delta)) if elapsed > 0 else 0
+        for i in range(len(work)):
+            progress[i] += tau * min(done, math.floor(left[i] / tau))
+    return [min(x, t_f) for x in need], True
+
+
+def _restart_kernel(system) -> dict:
+    tau = system.checkpoint_interval
+    return {"checkpoints": tau is not None, "tau": tau or 1.0, "delta": system.checkpoint_cost or 0.0}
+
+
+def _different_law(system):
+    from .distributions import Exponential
+
+    if not isinstance(system.task_dist, Exponential) or system.restart_cost:
+        return None
+    return mean_execution(system.tasks, system.task_dist.rate, system.failure_rate)
+
+
+def _identical_law(system):
+    from .distributions import Deterministic
+
+    tau = system.checkpoint_interval
+    if tau is None or not isinstance(system.task_dist, Deterministic):
+        return None
+    work = system.task_dist.value
+    if abs(work / tau - round(work / tau)) > 1e-9:
+        return None
+    return daly_wall_time(work, tau, system.checkpoint_cost, system.restart_cost,
+                          1.0 / (system.tasks * system.failure_rate))
+
+
+#: the failure models, by name (``BarrierSystem.retry_work``); :func:`register` adds one
+MODELS: dict[str, FailureModel] = {m.name: m for m in (
+    FailureModel("different", "a retry draws fresh task times (Spark's rerun of a nondeterministic stage)",
+                 fresh=True, round=_restart_round, attempt=_restart_attempt, kernel=_restart_kernel,
+                 law=_different_law),
+    FailureModel("identical", "a retry redoes the same work (a rerun partition), from its last checkpoint",
+                 fresh=False, round=_restart_round, attempt=_restart_attempt, checkpoints=True,
+                 kernel=_restart_kernel, law=_identical_law),
+)}
+
+
+def register(model: FailureModel) -> FailureModel:
+    """Add a failure model (``BarrierSystem(retry_work=model.name)`` then selects it)."""
+    if not isinstance(model, FailureModel):
+        raise TypeError(f"a failure model must be a FailureModel (got {type(model).__name__})")
+    if model.name in MODELS:
+        raise ParameterError(f"failure model {model.name!r} is already registered")
+    MODELS[model.name] = model
+    return model
+
+
+def unregister(name: str) -> None:
+    MODELS.pop(name)
+
+
+def names() -> tuple[str, ...]:
+    return tuple(MODELS)
+
+
+def get(name: str) -> FailureModel:
+    try:
+        return MODELS[name]
+    except KeyError:
+        raise ParameterError(f"retry_work must be one of {', '.join(MODELS)} (got {name!r})") from None
 
 
 def enabled(system) -> bool:
@@ -96,7 +251,7 @@ def validate(system, set_) -> None:
     set_("resubmit_delay", check_time("resubmit_delay", 0.0 if system.resubmit_delay is None
                                       else system.resubmit_delay, mean, allow_zero=True))
     set_("retry_work", check_choice("retry_work", "different" if system.retry_work is None else system.retry_work,
-                                    RETRY_WORK))
+                                    names()))
     set_("restart_cost", check_time("restart_cost", 0.0 if system.restart_cost is None else system.restart_cost,
                                     mean, allow_zero=True))
     if system.checkpoint_interval is None:
@@ -107,9 +262,12 @@ def validate(system, set_) -> None:
         set_("checkpoint_interval", check_time("checkpoint_interval", system.checkpoint_interval, mean))
         set_("checkpoint_cost", check_time("checkpoint_cost", 0.0 if system.checkpoint_cost is None
                                            else system.checkpoint_cost, mean, allow_zero=True))
-        if system.retry_work != "identical":
-            raise ParameterError("retry_work must be 'identical' with checkpoint_interval (got 'different'): a "
-                                 "checkpoint saves the work of the task that is retried")
+    model = get(system.retry_work)
+    if system.checkpoint_interval is not None and not model.checkpoints:
+        owners = " or ".join(repr(m.name) for m in MODELS.values() if m.checkpoints)
+        raise ParameterError(f"retry_work must be {owners} with checkpoint_interval (got {system.retry_work!r}): a "
+                             "checkpoint saves the work of the task that is retried")
+    model.check(system)
     _check_model(system)
     _guard(system)
 
@@ -223,15 +381,17 @@ def attempts(system, chunk: dict, rng: np.random.Generator, compiled: bool = Tru
 
 def _rounds(system, u: dict, first: np.ndarray, rng, compiled: bool = True):
     gamma, cap = system.failure_rate, system.max_attempts or MAX_ROUNDS
-    tau, delta = system.checkpoint_interval, system.checkpoint_cost
-    restart, identical = system.restart_cost, system.retry_work == "identical"
+    model = get(system.retry_work)
+    compiled = compiled and model.kernel is not None   # (a model without a compiled round: its reference)
+    kernel = model.kernel(system) if compiled else None
+    restart, identical = system.restart_cost, not model.fresh
     tasks = u["tasks"]
     n = tasks.size
     natt = np.zeros(n, dtype=np.int64)
     aborted = np.zeros(n, dtype=np.bool_)
     useful = np.zeros(n)
     work = first if identical else first.copy()  # each task's work (identical: never written) or this draw
-    progress = np.zeros(first.size) if tau is not None or not compiled else np.empty(0)    # checkpointed work
+    progress = np.zeros(first.size) if not compiled or kernel["checkpoints"] else np.empty(0)    # work saved
     rounds = []                                  # (units, holds, clocks, fresh) per round
     active = np.arange(n)
     a = 0
@@ -260,20 +420,13 @@ def _rounds(system, u: dict, first: np.ndarray, rng, compiled: bool = True):
         if compiled:                              # the same arithmetic, in one pass (_failures.pxi)
             holds, failed = np.empty(size), np.empty(active.size, dtype=np.uint8)
             kernels_module().attempt_round(active, tasks, u["offsets"], work, progress, clocks, base,
-                                           tau is not None, tau or 1.0, delta or 0.0, holds, natt, useful, failed)
+                                           kernel["checkpoints"], kernel["tau"], kernel["delta"], holds, natt,
+                                           useful, failed)
             rounds.append((active, holds, clocks, fresh))
             active = active[failed.view(np.bool_)]
             a += 1
             continue
-        w = work[pos] - progress[pos]
-        need = base + w if tau is None else base + w + delta * np.floor(w / tau)
-        t_f = np.minimum.reduceat(np.where(clocks < need, clocks, np.inf), starts)
-        failed = np.isfinite(t_f)
-        holds = np.minimum(need, np.repeat(t_f, k))    # (t_f = inf for a unit whose attempt succeeds: need)
-        if tau is not None:
-            elapsed = np.repeat(t_f, k) - base
-            done = np.where(np.repeat(failed, k) & (elapsed > 0), np.floor(elapsed / (tau + delta)), 0.0)
-            progress[pos] += tau * np.minimum(done, np.floor(w / tau))
+        holds, failed = model.round(system, work, progress, pos, starts, k, clocks, base)
         rounds.append((active, holds, clocks, fresh))
         natt[active] += 1
         has = np.flatnonzero(~failed)            # the successful units' tasks' work, summed in task order
@@ -535,7 +688,8 @@ def best_interval(delta: float, mtbf: float, restart: float = 0.0) -> float:
     return math.exp(x)
 
 
-__all__ = ["FIELDS", "GUARD", "MAX_ROUNDS", "RETRY_WORK", "SPARK_ATTEMPTS", "SPARK_RESUBMIT_DELAY",
+__all__ = ["FIELDS", "FailureModel", "GUARD", "MAX_ROUNDS", "MODELS", "SPARK_ATTEMPTS", "SPARK_RESUBMIT_DELAY",
            "abort_probability", "attempt_moments", "attempts", "best_interval", "daly_interval", "daly_wall_time",
-           "enabled", "execution_transform", "holding_moments", "mean_execution", "mg1_waiting",
-           "one_barrier_lambda_max", "two_barrier_lambda_max", "units", "validate", "young_interval"]
+           "enabled", "execution_transform", "get", "holding_moments", "mean_execution", "mg1_waiting", "names",
+           "one_barrier_lambda_max", "register", "two_barrier_lambda_max", "units", "unregister", "validate",
+           "young_interval"]

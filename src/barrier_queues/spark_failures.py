@@ -45,12 +45,14 @@ def predicted(config: dict, job: int, k: int, task_ids: list) -> dict:
     """The model's attempts for one job of the run (identical work, the stage type's cap, no restart cost), on
     the draws of the attempts Spark ran; if the model needs an attempt Spark did not run, ``attempts`` is one
     more than Spark ran (a mismatch either way)."""
+    from .failures import get
     from .schedulers.waitlist_reference import job_attempts
 
     cap = SPARK_ATTEMPTS[config.get("stage", "result")]
     sleeps, clocks = harness_draws(config, job, k, task_ids)
     ran = len(task_ids)
-    fail = {"max_attempts": min(cap, ran), "identical": True, "tau": None, "delta": None, "restart": 0.0}
+    fail = {"max_attempts": min(cap, ran), "identical": True, "tau": None, "delta": None, "restart": 0.0,
+            "attempt": get("identical").attempt}
     attempts, useful, aborted = job_attempts(sleeps, clocks, [np.nan] * len(clocks), k, fail)
     if aborted and ran < cap:                       # every attempt Spark ran failed, and the model would retry
         return {"attempts": ran + 1, "aborted": False, "useful": 0.0}

@@ -189,8 +189,7 @@ class BarrierSystem:
         "time D >= 0 from a failed attempt until the job (a plain job's task) waits again (default 0; Spark 0.2 s "
         "for a barrier stage)", "float", 0))
     retry_work: str | None = field(default=None, metadata=_opt(
-        "work of a retry: different (fresh task times, default) or identical (the same work)", "choice",
-        choices=("different", "identical")))
+        "the failure model: what a retry's work is", "failure_model"))
     checkpoint_interval: float | None = field(default=None, metadata=_opt(
         "work tau > 0 between checkpoints (with --retry-work identical; default none)", "float", 0, open_low=True))
     checkpoint_cost: float | None = field(default=None, metadata=_opt(
@@ -454,7 +453,7 @@ class BarrierSystem:
             reset("revive_interval")
         if "failure_rate" in c and c["failure_rate"] is None:
             reset(*failures.FIELDS[1:])
-        if "retry_work" in c and c["retry_work"] != "identical":
+        if "retry_work" in c and not getattr(failures.MODELS.get(c["retry_work"]), "checkpoints", False):
             reset("checkpoint_interval", "checkpoint_cost")
         return replace(self, **c)
 
@@ -521,6 +520,11 @@ def option_fields() -> list[dict]:
             meta = {**meta, "kind": "choice", "choices": schedulers.names()}
         elif meta["kind"] == "discipline":
             meta = {**meta, "kind": "choice", "choices": schedulers.disciplines()}
+        elif meta["kind"] == "failure_model":
+            names = failures.names()
+            meta = {**meta, "kind": "choice", "choices": names,
+                    "help": meta["help"] + " (default different): " + "; ".join(
+                        f"{n}: {failures.get(n).help}" for n in names)}
         elif meta["kind"] == "workload":
             meta = {**meta, "kind": "str"}
         meta["name"] = f.name

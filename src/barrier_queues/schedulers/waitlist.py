@@ -641,7 +641,8 @@ def reference(system, inputs: dict, phase: float = 0.0, trace: bool = False, dis
     if failures.enabled(system):
         fail = {"clocks": inputs["clocks"], "fresh": inputs["fresh"], "unit_attempts": inputs["unit_attempts"],
                 "max_attempts": system.max_attempts, "delay": system.resubmit_delay,
-                "identical": system.retry_work == "identical", "tau": system.checkpoint_interval,
+                "identical": not failures.get(system.retry_work).fresh,
+                "attempt": failures.get(system.retry_work).attempt, "tau": system.checkpoint_interval,
                 "delta": system.checkpoint_cost, "restart": system.restart_cost}
     return simulate_waitlist_reference(inputs["arrival"], inputs["tasks"], inputs["barrier"], inputs["times"],
                                        system.servers, discipline or system.scheduling, system.barriers == 2,

@@ -352,8 +352,7 @@ class _Waitlist:
 def job_attempts(first, clocks, fresh, k, fail):
     """One job's attempts: ``([(holds, failed), ...], useful work, aborted)``, attempt by attempt, task by task
     (Appendix B, section 5; ``fail`` as in :func:`simulate_waitlist_reference`)."""
-    tau, delta, restart = fail["tau"], fail["delta"], fail["restart"]
-    cap = fail["max_attempts"]
+    restart, cap = fail["restart"], fail["max_attempts"]
     work = list(first)
     progress = [0.0] * k
     out = []
@@ -363,29 +362,13 @@ def job_attempts(first, clocks, fresh, k, fail):
             return out, 0.0, True
         if a > 0 and not fail["identical"]:
             work = fresh[a * k:(a + 1) * k]
-        base = restart if a > 0 else 0.0
-        need, left = [], []
-        for i in range(k):
-            w = work[i] - progress[i]
-            left.append(w)
-            need.append(base + w if tau is None else base + w + delta * math.floor(w / tau))
-        t_f = math.inf
-        for i in range(k):
-            c = clocks[a * k + i]
-            if c < need[i] and c < t_f:
-                t_f = c
-        if t_f == math.inf:
-            out.append((need, False))
+        holds, failed = fail["attempt"](fail, work, progress, clocks[a * k:(a + 1) * k], restart if a > 0 else 0.0)
+        out.append((holds, failed))
+        if not failed:
             useful = 0.0
             for v in work:
                 useful += v
             return out, useful, False
-        out.append(([min(x, t_f) for x in need], True))
-        if tau is not None:
-            elapsed = t_f - base
-            done = math.floor(elapsed / (tau + delta)) if elapsed > 0 else 0
-            for i in range(k):
-                progress[i] += tau * min(done, math.floor(left[i] / tau))
         a += 1
 
 
@@ -400,7 +383,13 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
     ``event_overhead`` (Spark's offers, fcfs and first-fit): workers released at an instant are offered one
     by one, only to jobs that need one slot (a non-barrier job's next task, a 1-task barrier job); global
     offers come at job arrivals and at revive ticks ``phase + n revive`` while jobs wait. At one instant:
-    releases, then the tick, then the arrival."""
+    releases, then the tick, then the arrival.
+
+    ``failures`` (Appendix B, section 5): the raw draws ``clocks``, ``fresh`` and ``unit_attempts`` (from
+    :func:`barrier_queues.failures.attempts`), ``max_attempts``, ``delay``, ``restart``, ``identical`` (a retry
+    redoes the first attempt's work), ``tau`` and ``delta`` (checkpoints) and ``attempt``: the failure model's
+    plain function of one attempt (``FailureModel.attempt``); each unit's attempts are recomputed here from the
+    draws and must be as many as the inputs say."""
     one_job = service_fn or (lambda draws, k: service(draws, k, **service_args(rule)))
     q = _Waitlist(arrivals, tasks, barrier, times, servers, two_barrier, one_job, rule.get("phases", 1),
                   reservations)
