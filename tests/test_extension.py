@@ -120,7 +120,6 @@ def resume_round(system, work, progress, pos, starts, k, clocks, base):
 
 
 def resume_attempt(fail, work, progress, clocks, base):
-    """The same, one unit's attempt task by task (the reference scheduler's)."""
     need = [base + w - p for w, p in zip(work, progress, strict=True)]
     t_f = min((c for c, n in zip(clocks, need, strict=True) if c < n), default=math.inf)
     if t_f == math.inf:

@@ -2,16 +2,24 @@
 # Disciplines fcfs, first-fit, backfill and server-filling over one waiting list in arrival order
 # (EXTENSIONS.md section 4); the plain reference is barrier_queues.schedulers.waitlist_reference.
 
+# a discipline: its code (the enum), its name for Python (upper case, "-" as "_": the room reads the code by
+# name), its entry in DISCIPLINE_CODES, one function and its branch in _wl_decide (book: extension guide)
 cdef enum:
     C_FCFS = 0
     C_FIRST_FIT = 1
     C_BACKFILL = 2
     C_SERVER_FILLING = 3
+
+FCFS, FIRST_FIT, BACKFILL, SERVER_FILLING = C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING
+#: the codes _wl_decide has a branch for (WaitlistState refuses any other)
+DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING)
+
+# a job's status in the window
+cdef enum:
     C_WAITING = 1
     C_STARTED = 2
     C_RETRY = 3
 
-FCFS, FIRST_FIT, BACKFILL, SERVER_FILLING = C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING
 WAITING, STARTED, RETRY = C_WAITING, C_STARTED, C_RETRY
 
 
@@ -798,8 +806,7 @@ cdef class WaitlistState:
                  params, bint two_barrier, bint event_overhead=False, double revive=1.0, bint fail=False,
                  bint failure_ids=True, double delay=0.0, bint sorted_releases=False,
                  int64_t backfill_list_max=32):
-        if discipline != C_FCFS and discipline != C_FIRST_FIT and discipline != C_BACKFILL and \
-                discipline != C_SERVER_FILLING:
+        if discipline not in DISCIPLINE_CODES:
             raise ValueError(f"WaitlistState: unknown discipline code {discipline} (a discipline without a "
                              "branch in the kernel must not run as another)")
         self.discipline, self.phases, self.policy, self.stragglers = discipline, phases, policy, stragglers

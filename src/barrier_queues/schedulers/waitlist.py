@@ -683,5 +683,35 @@ SCHEDULER = register(Scheduler(
     run=run, run_inputs=run_inputs, reference=reference, placement="central", disciplines=("fcfs", *DISCIPLINES),
     validate=_validate, guard=_guard, kernel_include="schedulers/waitlist.pxi", failures=True))
 
-__all__ = ["DISCIPLINES", "SCHEDULER", "classes", "discipline_code", "failure_stream", "reference", "run",
-           "run_inputs"]
+
+def add_discipline(name: str, decide) -> None:
+    """Offer a new discipline of the waiting list (``BarrierSystem(scheduling=name)``; the book's extension
+    guide). Its compiled part must be built: a code in ``waitlist.pxi`` named ``name`` in upper case (``-`` as
+    ``_``), listed in ``DISCIPLINE_CODES`` with its branch in ``_wl_decide``. ``decide(q, now)`` is its plain
+    reference: one decision of the reference scheduler (:mod:`.waitlist_reference`; ``q.waiting`` the waiting
+    jobs in arrival order, ``q.free`` the free workers, ``q.start_job(j, now)``, ``q.start_task(j, now)``,
+    ``q.ready(j)``)."""
+    from .waitlist_reference import DECIDE
+
+    try:
+        code = discipline_code(name)
+    except AttributeError:
+        raise ParameterError(f"discipline {name!r} has no compiled code {name.upper().replace('-', '_')} in the "
+                             "kernels: add its branch to waitlist.pxi and rebuild (make install)") from None
+    if code not in kernels_module().DISCIPLINE_CODES:
+        raise ParameterError(f"discipline {name!r}: its code {code} is not in the kernel's DISCIPLINE_CODES")
+    if name in SCHEDULER.disciplines:
+        raise ParameterError(f"discipline {name!r} is already offered")
+    DECIDE[name] = decide
+    object.__setattr__(SCHEDULER, "disciplines", (*SCHEDULER.disciplines, name))
+
+
+def remove_discipline(name: str) -> None:
+    """Take back a discipline added by :func:`add_discipline`."""
+    from .waitlist_reference import DECIDE
+
+    DECIDE.pop(name, None)
+    object.__setattr__(SCHEDULER, "disciplines", tuple(d for d in SCHEDULER.disciplines if d != name))
+
+__all__ = ["DISCIPLINES", "SCHEDULER", "add_discipline", "classes", "discipline_code", "failure_stream", "reference",
+           "remove_discipline", "run", "run_inputs"]

@@ -43,6 +43,7 @@ decision.
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import math
 
@@ -349,6 +350,10 @@ class _Waitlist:
             slots -= 1
 
 
+#: disciplines added from outside (barrier_queues.schedulers.waitlist.add_discipline): name -> decide(q, now)
+DECIDE: dict = {}
+
+
 def job_attempts(first, clocks, fresh, k, fail):
     """One job's attempts: ``([(holds, failed), ...], useful work, aborted)``, attempt by attempt, task by task
     (Appendix B, section 5; ``fail`` as in :func:`simulate_waitlist_reference`)."""
@@ -395,8 +400,8 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
                   reservations)
     if failures is not None:
         q.setup_failures(failures, times)
-    decide = {"fcfs": q.fcfs, "first-fit": q.first_fit, "backfill": q.backfill,
-              "server-filling": q.server_filling}[discipline]
+    builtin = {"fcfs": q.fcfs, "first-fit": q.first_fit, "backfill": q.backfill, "server-filling": q.server_filling}
+    decide = builtin[discipline] if discipline in builtin else functools.partial(DECIDE[discipline], q)
     n, i, now, tick_n = len(q.arrivals), 0, -math.inf, 0.0
     while i < n or q.releases or q.retries or (event_overhead and q.waiting):
         rel = min(q.releases[0][0] if q.releases else math.inf, q.retries[0][0] if q.retries else math.inf)
