@@ -64,8 +64,8 @@ RERUNS = {
     "ctmc": {"servers": 12, "tasks": 6, "scaling_systems": [[8, 4, 4], [12, 6, 5]], "sim_jobs": 4000},
     "bounds": {"servers": 8, "tasks": 4, "fig5_fractions": [0.0, 0.5, 1.0], "fig6_examples": [[1, 4]],
                "fig6_fractions": [0.0, 0.5, 1.0], "fig7_utilizations": [0.4], "sim_jobs": 20000},
-    # a live run on a real Spark (local-cluster): 2 executors, 8 jobs
-    "spark": {"live": True, "live_servers": 2, "live_tasks": [1, 2], "live_jobs": 8, "live_arrival_rate": 0.4,
+    # a live run on a real Spark (local-cluster): 2 executors, 8 jobs of k = 2
+    "spark": {"live": True, "live_servers": 2, "live_tasks": [2], "live_jobs": 8, "live_arrival_rate": 0.4,
               "sim_jobs": 20000},
     "usage": {"servers": 8, "tasks": 2, "needed": 1, "utilization": 0.4, "sim_jobs": 20000},
     "tutorial": {"servers": 3, "arrival_rate": 2.0, "tasks": 3, "sim_jobs": 5000, "replications": 4,
