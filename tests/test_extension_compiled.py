@@ -52,6 +52,8 @@ EDITS = (
 )
 CODES = ("DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING)",
          "DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_LARGEST_FIRST)")
+CHECKED = ("                or discipline == C_SERVER_FILLING):",
+           "                or discipline == C_SERVER_FILLING or discipline == C_LARGEST_FIRST):")
 
 REFERENCE = '''\
 def largest_first(q, now):
@@ -119,8 +121,9 @@ def _apply_edits(pxi: Path) -> None:
     for anchor, added in EDITS:
         assert text.count(anchor) == 1, f"the guide's anchor is no longer in waitlist.pxi: {anchor!r}"
         text = text.replace(anchor, anchor + added)
-    assert text.count(CODES[0]) == 1
-    text = text.replace(CODES[0], CODES[1])
+    for before, after in (CODES, CHECKED):
+        assert text.count(before) == 1, f"the guide's line is no longer in waitlist.pxi: {before!r}"
+        text = text.replace(before, after)
     anchor = "cdef void _wl_decide("
     assert text.count(anchor) == 1
     pxi.write_text(text.replace(anchor, FUNCTION + anchor))
@@ -128,7 +131,7 @@ def _apply_edits(pxi: Path) -> None:
 
 def test_the_guide_shows_these_snippets():
     guide = GUIDE.read_text()
-    for snippet in (CODE, NAME, FUNCTION.rstrip() + "\n", BRANCH, CODES[1], REFERENCE):
+    for snippet in (CODE, NAME, FUNCTION.rstrip() + "\n", BRANCH, CODES[1], CHECKED[1].strip(), REFERENCE):
         assert snippet in guide, snippet
 
 

@@ -3,7 +3,8 @@
 # (EXTENSIONS.md section 4); the plain reference is barrier_queues.schedulers.waitlist_reference.
 
 # a discipline: its code (the enum), its name for Python (upper case, "-" as "_": the room reads the code by
-# name), its entry in DISCIPLINE_CODES, one function and its branch in _wl_decide (book: extension guide)
+# name), its entry in DISCIPLINE_CODES and in WaitlistState's check, one function and its branch in
+# _wl_decide (book: extension guide)
 cdef enum:
     C_FCFS = 0
     C_FIRST_FIT = 1
@@ -11,7 +12,7 @@ cdef enum:
     C_SERVER_FILLING = 3
 
 FCFS, FIRST_FIT, BACKFILL, SERVER_FILLING = C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING
-#: the codes _wl_decide has a branch for (WaitlistState refuses any other)
+#: the codes _wl_decide has a branch for, for Python (WaitlistState refuses any other: the same codes)
 DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING)
 
 # a job's status in the window
@@ -806,7 +807,8 @@ cdef class WaitlistState:
                  params, bint two_barrier, bint event_overhead=False, double revive=1.0, bint fail=False,
                  bint failure_ids=True, double delay=0.0, bint sorted_releases=False,
                  int64_t backfill_list_max=32):
-        if discipline not in DISCIPLINE_CODES:
+        if not (discipline == C_FCFS or discipline == C_FIRST_FIT or discipline == C_BACKFILL
+                or discipline == C_SERVER_FILLING):
             raise ValueError(f"WaitlistState: unknown discipline code {discipline} (a discipline without a "
                              "branch in the kernel must not run as another)")
         self.discipline, self.phases, self.policy, self.stragglers = discipline, phases, policy, stragglers
