@@ -45,7 +45,7 @@ test: $(STAMP) browser
 	  echo "results/$$f differs from what the tests' re-execution of the book wrote (_build/nbval-results/$$f):" \
 	       "run 'make notebooks' and commit results/"; exit 1; }; done
 
-## daily work: lint and the unit tests without notebooks, browser, Spark and slow statistical checks (2 min 50 s
+## daily work: lint and the unit tests without notebooks, browser, Spark and slow statistical checks (3 min 20 s
 ## of wall time on this project's idle 2-core machine, 2026-11-27); `make test` stays the full suite and CI's command
 test-quick: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks tools book
