@@ -110,6 +110,7 @@ def test_bounded_slowdown_utilization_and_trimming_by_hand():
     assert m["utilization"] == pytest.approx((20 + 2 + 30) / (2 * 40))
     trimmed = trace_metrics(out.jobs, 2, trim=True)
     assert trimmed["measured_jobs"] == 0 and trimmed["mean_waiting"] is None   # job 1 trimmed, the others end late
+    assert trimmed["jobs"] == 3                                      # every job replayed, measured or not
     assert [c["class"] for c in m["classes"]] == ["k = 1", "k >= 2"]
 
 
@@ -226,3 +227,82 @@ def test_a_trace_as_the_workload_of_a_grid(tmp_path):
     rows = json.loads(out.stdout)["rows"]
     assert [(r["servers"], r["scheduling"]) for r in rows] == [(8, "fcfs"), (8, "first-fit"), (12, "fcfs"),
                                                                 (12, "first-fit")]
+
+
+# --------------------------------------------------------------------------------------------------
+# failures on a trace's jobs (Appendix B, section 5 on section 7's jobs)
+
+@pytest.mark.parametrize("seed", range(12))
+def test_with_failures_so_rare_that_none_strikes_the_replay_is_the_plain_one(seed):
+    """The waiting-list scheduler with failures on rigid jobs (2 barriers) starts every job when the rigid
+    replay kernel does, under every discipline: sections 4 and 7 agree on the same jobs."""
+    rng = np.random.default_rng(seed)
+    s = int(rng.choice([2, 4, 8]))
+    submit, k, run, _ = _random_jobs(rng, 400, s, powers=True)
+    trace = _rigid_trace(submit, k, run, servers=s)
+    for discipline in ("fcfs", "first-fit", "backfill"):
+        plain = replay(trace, scheduling=discipline)
+        rare = replay(trace, scheduling=discipline, failure_rate=1e-12, seed=seed)
+        assert (rare.jobs.attempts == 1).all() and not rare.jobs.aborted.any()
+        assert np.array_equal(plain.jobs.start.to_numpy(), rare.jobs.start.to_numpy()), discipline
+        assert np.array_equal(plain.jobs.end.to_numpy(), rare.jobs.end.to_numpy()), discipline
+
+
+@pytest.mark.parametrize("discipline", ["fcfs", "first-fit", "backfill"])
+def test_a_replay_with_failures_equals_the_plain_reference_job_by_job(discipline):
+    from barrier_queues.replay import _selected, failure_inputs
+    from barrier_queues.schedulers import waitlist
+
+    rng = np.random.default_rng(5)
+    submit, k, run, _ = _random_jobs(rng, 500, 8)
+    trace = _rigid_trace(submit, k, run, servers=8)
+    jobs, keep, _ = _selected(trace, 8, 1.0)
+    system, inputs = failure_inputs(trace, jobs, keep, 8, discipline, 0.05, 3, 0.5, seed=9, raw=True)
+    kernel, ref = waitlist.run_inputs(system, inputs), waitlist.reference(system, inputs)
+    for key in ("start", "departure", "work", "attempts", "aborted"):
+        assert np.array_equal(np.asarray(kernel[key]), np.asarray(ref[key])), key
+    out = replay(trace, scheduling=discipline, failure_rate=0.05, max_attempts=3, resubmit_delay=0.5, seed=9)
+    assert np.array_equal(out.jobs.start.to_numpy(), np.asarray(kernel["start"]))
+    assert out.jobs.aborted.sum() == np.asarray(ref["aborted"]).sum() > 0
+
+
+def test_one_job_at_a_time_with_failures_meets_dalys_wall_time():
+    """Jobs of k = 4 tasks of runtime r = 2, far apart, on 4 workers, failure rate 0.05 per task, no cap, no
+    delay, identical work without checkpoints: the execution of a job is M (e^(r/M) - 1) with M = 1/(k gamma)
+    (Daly with one segment), its attempts e^(k gamma r) on average (geometric)."""
+    from barrier_queues.failures import daly_wall_time
+
+    n, k, r, gamma = 20_000, 4, 2.0, 0.05
+    trace = _rigid_trace(np.arange(n) * 1000.0, [k] * n, [r] * n, servers=k)
+    out = replay(trace, failure_rate=gamma, seed=3)
+    execution = out.jobs.runtime.to_numpy()
+    exact = daly_wall_time(r, r, 0.0, 0.0, 1 / (k * gamma))
+    half = 1.96 * execution.std(ddof=1) / np.sqrt(n)
+    assert abs(execution.mean() - exact) < half, (execution.mean(), exact, half)
+    attempts = out.jobs.attempts.to_numpy()
+    half = 1.96 * attempts.std(ddof=1) / np.sqrt(n)
+    assert abs(attempts.mean() - np.exp(k * gamma * r)) < half
+    assert (out.jobs.start == out.jobs.submit).all()              # nothing else runs: no job waits
+    m = out.metrics()
+    assert m["aborted_jobs"] == 0 and m["mean_attempts"] == pytest.approx(attempts.mean())
+
+
+def test_failures_on_the_command_line(tmp_path):
+    path = tmp_path / "t.swf"
+    path.write_text(SWF)
+    cmd = [sys.executable, "-m", "barrier_queues.cli", "replay", str(path)]
+    doc = json.loads(subprocess.run(cmd + ["--failure-rate", "0.2", "--max-attempts", "2", "--seed", "4",
+                                           "--json"], capture_output=True, text=True, check=True).stdout)
+    assert doc["failures"] == {"failure_rate": 0.2, "max_attempts": 2, "resubmit_delay": 0.0,
+                               "retry_work": "identical", "seed": 4}
+    assert doc["jobs"] == 3 and doc["mean_attempts"] >= 1 and 0 <= doc["aborted_jobs"] <= 3
+    again = json.loads(subprocess.run(cmd + ["--failure-rate", "0.2", "--max-attempts", "2", "--seed", "4",
+                                             "--json"], capture_output=True, text=True, check=True).stdout)
+    assert again == doc                                             # one seed, one answer
+    for extra, message in ((["--max-attempts", "2"], "must come with failure_rate"),
+                           (["--failure-rate", "0.2", "--estimates", "requested"], "estimates must be 'exact'"),
+                           (["--failure-rate", "-1"], "failure-rate"),
+                           (["--failure-rate", "0.2", "--scheduling", "server-filling", "--servers", "16"],
+                            "with failure_rate (got 'server-filling')")):
+        out = subprocess.run(cmd + extra, capture_output=True, text=True)
+        assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1

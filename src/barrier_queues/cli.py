@@ -936,16 +936,21 @@ def _replay(args) -> dict:
         fixed = {name: values[0] for name, values in (("servers", args.servers), ("scheduling", args.scheduling),
                                                       ("estimates", args.estimates), ("load_scale", args.load_scale))
                  if values is not None and len(values) == 1}
-        table = replay_grid(trace, {**fixed, **grid}, tau=args.bsld_tau, trim=args.trim)
+        table = replay_grid(trace, {**fixed, **grid}, tau=args.bsld_tau, trim=args.trim, **_replay_failures(args))
         return {"trace": trace.describe(), "rows": table.to_dict(orient="records"), "_table": table}
     result = replay(trace, servers=args.servers[0] if args.servers else None, scheduling=args.scheduling[0],
-                    estimates=args.estimates[0], load_scale=args.load_scale[0])
+                    estimates=args.estimates[0], load_scale=args.load_scale[0], **_replay_failures(args))
     out = result.summary(tau=args.bsld_tau, trim=args.trim, size_edges=edges)
     if args.jobs_out:
         result.jobs[["job_id", "submit", "start", "end", "tasks"]].to_csv(args.jobs_out, index=False,
                                                                          float_format="%.17g")
         out["jobs_out"] = args.jobs_out
     return out
+
+
+def _replay_failures(args) -> dict:
+    return {"failure_rate": args.failure_rate, "max_attempts": args.max_attempts,
+            "resubmit_delay": args.resubmit_delay, "seed": args.seed}
 
 
 def _print_replay(out: dict) -> None:
@@ -961,6 +966,12 @@ def _print_replay(out: dict) -> None:
         print(f"note              {note}")
     print(f"setting           {out['servers']} workers, {out['scheduling']}, estimates {out['estimates']}, "
           f"load scale {out['load_scale']:g}; {out['trimming']}")
+    if out.get("failures"):
+        f = out["failures"]
+        print(f"failures          rate {f['failure_rate']:g} per running task, at most "
+              f"{f['max_attempts'] or 'unlimited'} attempts, resubmit delay {f['resubmit_delay']:g}, "
+              f"seed {f['seed']}: {out['aborted_jobs']} jobs aborted (not in the means), "
+              f"{out['mean_attempts']:.4g} attempts per job")
     if out["mean_waiting"] is None:
         print("metrics           no job measured")
         return
@@ -1001,6 +1012,16 @@ def _add_replay(sub) -> None:
                     help="leave out the first 1%% of the jobs and those ending after the last submission")
     rp.add_argument("--size-classes", default=None,
                     help="lower bounds of k of the size classes, e.g. 1,2,4,16 (default 1, 2, 4, 8, ...)")
+    rp.add_argument("--failure-rate", type=_float("failure-rate", 0, 1e9, open_low=True), default=None,
+                    help="each running task fails at this rate (per trace time unit); a failed barrier job reruns "
+                         "all its tasks, a plain job's task is retried alone (default: no failures)")
+    rp.add_argument("--max-attempts", type=_int("max-attempts", 1, 100_000), default=None,
+                    help="attempts before a job is aborted (default unlimited; Spark: 1 for a barrier ResultStage, "
+                         "4 for a ShuffleMapStage)")
+    rp.add_argument("--resubmit-delay", type=_float("resubmit-delay", 0, 1e9), default=None,
+                    help="time from a failed attempt until the job waits again (default 0; Spark 0.2 s)")
+    rp.add_argument("--seed", type=_int("seed", 0, 2**63 - 1), default=0,
+                    help="seed of the failure clocks (default 0)")
     rp.add_argument("--jobs-out", default=None, help="write one row per job (job_id, submit, start, end, tasks)")
     rp.add_argument("--force", action="store_true", help="overwrite --jobs-out if it exists")
     rp.add_argument("--json", action="store_true")

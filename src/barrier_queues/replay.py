@@ -13,8 +13,20 @@ submission (in file order) is applied first, then one scheduling pass.
   jobs (:func:`barrier_queues.runs.run_inputs`, 1 barrier: each task frees its worker when it ends), so a
   replay of a simulated run's own jobs gives that run's starts; estimates are the true times.
 
-What-if options: ``servers`` (more or fewer workers; jobs wider than the cluster are skipped and counted) and
-``load_scale`` (submissions compressed by that factor: ``submit' = t0 + (submit - t0) / load_scale``).
+What-if options: ``servers`` (more or fewer workers; jobs wider than the cluster are skipped and counted),
+``load_scale`` (submissions compressed by that factor: ``submit' = t0 + (submit - t0) / load_scale``) and
+**failures** (Appendix B, section 5: ``failure_rate`` gamma per running task, ``max_attempts`` A,
+``resubmit_delay`` D): each running task fails at rate gamma; a failure ends a barrier job's attempt (every
+task killed, its workers freed, the job waiting again D later at its place; aborted after A attempts) and a
+plain job's task is retried alone. A retry redoes the same work (the trace's job is rerun: ``retry_work =
+"identical"``). The failure clocks are the only randomness (``seed``). Such a replay runs through the
+simulator's waiting-list scheduler with failures on the trace's jobs (rigid jobs with 2 barriers: each holds
+its k workers for its runtime), under fcfs, first-fit or backfill (with the true runtimes as EASY's
+predictions; server-filling is refused: that scheduler decides at each submission, and server-filling's choice
+among jobs submitted at one instant depends on it; the three others start the same jobs either way, tested); a
+job's ``runtime`` is then its
+execution (first start to end, retries included), its ``start`` that of its first attempt, and aborted jobs
+are counted apart and left out of the means.
 
 Metrics (:func:`trace_metrics`, overall and per size class of ``k``): waiting ``w`` = start - submit,
 sojourn = end - submit, **bounded slowdown** ``max(1, (w + r) / max(r, tau))`` with runtime ``r`` (a job's
@@ -55,6 +67,7 @@ class ReplayResult:
     estimates: str
     load_scale: float
     trace: dict
+    failures: dict | None = None
 
     def metrics(self, tau: float = BSLD_TAU, trim: bool = False, size_edges=None) -> dict:
         """The field's metrics (:func:`trace_metrics`)."""
@@ -63,7 +76,7 @@ class ReplayResult:
     def summary(self, tau: float = BSLD_TAU, trim: bool = False, size_edges=None) -> dict:
         """Everything a report needs, JSON-ready: the setting, the trace and the metrics."""
         return {"servers": self.servers, "scheduling": self.scheduling, "estimates": self.estimates,
-                "load_scale": self.load_scale, "trace": self.trace,
+                "load_scale": self.load_scale, "failures": self.failures, "trace": self.trace,
                 **self.metrics(tau=tau, trim=trim, size_edges=size_edges)}
 
 
@@ -87,8 +100,10 @@ def _selected(trace: Trace, servers: int, load_scale: float) -> tuple[pd.DataFra
 
 
 def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", estimates: str = "exact",
-           load_scale: float = 1.0) -> ReplayResult:
-    """Replay ``trace`` on ``servers`` workers (default: the log's own machine size) under ``scheduling``."""
+           load_scale: float = 1.0, failure_rate: float | None = None, max_attempts: int | None = None,
+           resubmit_delay: float | None = None, seed: int = 0) -> ReplayResult:
+    """Replay ``trace`` on ``servers`` workers (default: the log's own machine size) under ``scheduling``;
+    with ``failure_rate``, failures of running tasks (module docstring; ``seed`` draws their clocks)."""
     if not isinstance(trace, Trace):
         raise ParameterError(f"trace must be a Trace (barrier_queues.traces.read_trace; got {type(trace).__name__})")
     check_choice("scheduling", scheduling, DISCIPLINES)
@@ -99,8 +114,16 @@ def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", e
             raise ParameterError("servers must be given: the trace does not say how many workers its machine had")
         servers = trace.servers
     servers = check_int("servers", servers, low=1, high=10**7, high_name="10,000,000")
+    if failure_rate is None and (max_attempts is not None or resubmit_delay is not None):
+        raise ParameterError("max_attempts and resubmit_delay must come with failure_rate (got them without): they "
+                             "shape what a failure does")
     jobs, keep, skipped = _selected(trace, servers, load_scale)
-    if trace.rigid:
+    fail = None
+    if failure_rate is not None:
+        start, end, work, attempts, aborted, fail = _failing(trace, jobs, keep, servers, scheduling, estimates,
+                                                             failure_rate, max_attempts, resubmit_delay, seed)
+        runtime = end - start
+    elif trace.rigid:
         start = _rigid(jobs, servers, scheduling, estimates)
         runtime = jobs.runtime.to_numpy()
         end, work = start + runtime, jobs.tasks.to_numpy() * runtime
@@ -109,8 +132,10 @@ def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", e
         runtime = end - start
     table = pd.DataFrame({"job_id": jobs.job_id.to_numpy(), "submit": jobs.submit.to_numpy(), "start": start,
                           "end": end, "tasks": jobs.tasks.to_numpy(), "runtime": runtime, "work": work})
+    if fail is not None:
+        table["attempts"], table["aborted"] = attempts, aborted
     described = {**trace.describe(), "skipped": skipped, "replayed": int(len(table))}
-    return ReplayResult(table, servers, scheduling, estimates, load_scale, described)
+    return ReplayResult(table, servers, scheduling, estimates, load_scale, described, fail)
 
 
 def _rigid(jobs: pd.DataFrame, servers: int, scheduling: str, estimates: str) -> np.ndarray:
@@ -166,6 +191,62 @@ def _per_task(trace: Trace, jobs: pd.DataFrame, keep: np.ndarray, servers: int, 
     return np.asarray(out["start"], dtype=float), np.asarray(out["departure"], dtype=float), work
 
 
+def failure_inputs(trace: Trace, jobs: pd.DataFrame, keep: np.ndarray, servers: int, scheduling: str,
+                   failure_rate, max_attempts, resubmit_delay, seed, raw: bool = False):
+    """The system and the inputs (with the attempts, :func:`barrier_queues.failures.attempts`) of a replay with
+    failures: the selected ``jobs`` (rows ``keep`` of the trace) as the waiting-list scheduler's jobs. ``raw``:
+    also the raw draws the plain reference needs."""
+    from . import failures
+    from .system import BarrierSystem
+
+    seed = check_int("seed", seed, low=0, high=2**63 - 1, high_name="2^63 - 1")
+    k = jobs.tasks.to_numpy(dtype=np.int64)
+    if trace.rigid:
+        times = np.repeat(jobs.runtime.to_numpy(dtype=float), k)
+        barrier = np.ones(len(k), dtype=bool)
+    else:
+        times = np.concatenate([trace.task_times[o:o + n] for o, n in zip(trace.task_offsets[keep], k,
+                                                                           strict=True)])
+        barrier = jobs.barrier.to_numpy(dtype=bool)
+    offsets = np.concatenate([[0], np.cumsum(k)[:-1]]).astype(np.int64)
+    values, counts = np.unique(k, return_counts=True)
+    span = float(jobs.submit.iat[-1] - jobs.submit.iat[0])
+    system = BarrierSystem(servers=servers, tasks_pmf={int(v): c / len(k) for v, c in zip(values, counts,
+                                                                                         strict=True)},
+                           barrier_fraction=float(barrier.mean()), barriers=2 if trace.rigid else 1,
+                           scheduling=scheduling, arrival_rate=(len(k) - 1) / span if span > 0 else 1.0,
+                           task_dist=f"deterministic:value={float(times.mean())!r}", failure_rate=failure_rate,
+                           max_attempts=max_attempts, resubmit_delay=resubmit_delay, retry_work="identical")
+    inputs = {"arrival": np.ascontiguousarray(jobs.submit.to_numpy(dtype=float)), "tasks": k, "barrier": barrier,
+              "times": times, "offsets": offsets}
+    return system, failures.attempts(system, inputs, np.random.default_rng(seed), raw=raw)
+
+
+def _failing(trace: Trace, jobs: pd.DataFrame, keep: np.ndarray, servers: int, scheduling: str, estimates: str,
+             failure_rate, max_attempts, resubmit_delay, seed):
+    """The trace's jobs with failures through the waiting-list scheduler (module docstring)."""
+    from .runs import ensure_compiled
+    from .schedulers import waitlist
+
+    if estimates != "exact":
+        raise ParameterError("estimates must be 'exact' with failure_rate (got 'requested'): a replay with "
+                             "failures backfills with the true runtimes")
+    if scheduling == "server-filling":
+        raise ParameterError("scheduling must be fcfs, first-fit or backfill with failure_rate (got "
+                             "'server-filling'): a replay with failures decides at each submission, and "
+                             "server-filling's choice among jobs submitted at one instant depends on that (a replay "
+                             "takes them all first)")
+    system, inputs = failure_inputs(trace, jobs, keep, servers, scheduling, failure_rate, max_attempts,
+                                    resubmit_delay, seed)
+    ensure_compiled(system.placement)
+    out = waitlist.run_inputs(system, inputs)
+    setting = {"failure_rate": system.failure_rate, "max_attempts": system.max_attempts,
+               "resubmit_delay": system.resubmit_delay, "retry_work": "identical", "seed": seed}
+    return (np.asarray(out["start"], dtype=float), np.asarray(out["departure"], dtype=float),
+            np.asarray(out["work"], dtype=float), np.asarray(out["attempts"]), np.asarray(out["aborted"], dtype=bool),
+            setting)
+
+
 def size_classes(tasks: np.ndarray, servers: int, edges=None) -> tuple[np.ndarray, list[str]]:
     """Each job's size class: ``edges`` (ascending lower bounds of k; default 1, 2, 4, 8, ... up to s) and the
     labels (``k = 1``, ``k 2-3``, ...)."""
@@ -199,6 +280,7 @@ def trace_metrics(jobs: pd.DataFrame, servers: int, tau: float = BSLD_TAU, trim:
     runtime, work, tasks = jobs.runtime.to_numpy(dtype=float), jobs.work.to_numpy(dtype=float), jobs.tasks.to_numpy()
     span = float(end.max() - submit.min())
     measured = np.ones(len(jobs), dtype=bool)
+    aborted = jobs.aborted.to_numpy(dtype=bool) if "aborted" in jobs else np.zeros(len(jobs), dtype=bool)
     if trim:
         measured[:math.ceil(TRIM_SHARE * len(jobs))] = False
         measured &= end <= submit.max()
@@ -206,13 +288,16 @@ def trace_metrics(jobs: pd.DataFrame, servers: int, tau: float = BSLD_TAU, trim:
     sojourn = end - submit
     bsld = np.maximum(1.0, (w + runtime) / np.maximum(runtime, tau))
     cls, labels = size_classes(tasks, servers, size_edges)
-    m = measured
+    m = measured & ~aborted                      # (aborted jobs are counted apart)
     out = {"jobs": int(len(jobs)), "measured_jobs": int(m.sum()),
            "trimming": ("first 1 % of the jobs and those ending after the last submission left out (Tsafrir, "
                         "Etsion & Feitelson 2007)") if trim else "none: every job", "bsld_tau": tau,
-           **_block(w[m], sojourn[m], bsld[m], int(m.sum())),
+           **{key: v for key, v in _block(w[m], sojourn[m], bsld[m], int(m.sum())).items() if key != "jobs"},
            "utilization": float(work.sum() / (servers * span)) if span > 0 else None, "makespan": span,
            "classes": []}
+    if "attempts" in jobs:
+        out["aborted_jobs"] = int(aborted.sum())
+        out["mean_attempts"] = float(jobs.attempts.to_numpy().mean())
     out.pop("share")
     for c, label in enumerate(labels):
         sel = m & (cls == c)
@@ -225,11 +310,12 @@ def trace_metrics(jobs: pd.DataFrame, servers: int, tau: float = BSLD_TAU, trim:
 GRID_OPTIONS = ("servers", "scheduling", "estimates", "load_scale")
 
 
-def replay_grid(trace: Trace, grid: dict, tau: float = BSLD_TAU, trim: bool = False) -> pd.DataFrame:
+def replay_grid(trace: Trace, grid: dict, tau: float = BSLD_TAU, trim: bool = False, **failures) -> pd.DataFrame:
     """A trace as the workload of a grid: one replay per combination of the values in ``grid`` (keys among
     ``servers``, ``scheduling``, ``estimates``, ``load_scale``; a scalar counts as one value; a value listed
     twice is refused), one row each with its overall metrics. A replay is deterministic, so a row has no
-    interval and needs no seed."""
+    interval and needs no seed; ``failures`` (``failure_rate``, ``max_attempts``, ``resubmit_delay``,
+    ``seed``: :func:`replay`) apply to every point, each with the same failure clocks' seed."""
     import itertools
 
     if not isinstance(grid, dict):
@@ -247,16 +333,18 @@ def replay_grid(trace: Trace, grid: dict, tau: float = BSLD_TAU, trim: bool = Fa
     rows = []
     for i, combo in enumerate(itertools.product(*values)):
         point = dict(zip(names, combo, strict=True))
-        result = replay(trace, **point)
+        result = replay(trace, **point, **failures)
         m = result.metrics(tau=tau, trim=trim)
         rows.append({"point": i, "servers": result.servers, "scheduling": result.scheduling,
                      "estimates": result.estimates, "load_scale": result.load_scale,
                      **{k: m[k] for k in ("jobs", "measured_jobs", "mean_waiting", "max_waiting", "mean_sojourn",
                                           "mean_bounded_slowdown", "max_bounded_slowdown", "utilization",
                                           "makespan")},
+                     **({"aborted_jobs": m["aborted_jobs"], "mean_attempts": m["mean_attempts"]}
+                        if "aborted_jobs" in m else {}),
                      "skipped": int(sum(result.trace["skipped"].values()))})
     return pd.DataFrame(rows)
 
 
-__all__ = ["BSLD_TAU", "DISCIPLINES", "ESTIMATES", "GRID_OPTIONS", "ReplayResult", "replay", "replay_grid",
-           "size_classes", "trace_metrics"]
+__all__ = ["BSLD_TAU", "DISCIPLINES", "ESTIMATES", "GRID_OPTIONS", "ReplayResult", "failure_inputs", "replay",
+           "replay_grid", "size_classes", "trace_metrics"]
