@@ -79,7 +79,7 @@ RERUNS = {
                    "borg_rates": [200], "borg_time": 15, "borg_saturated_jobs": 3000, "borg_replications": 2},
     "failures": {"servers": 8, "ks": [1, 4], "gammas": [0.05], "plan_work": 8.0, "sim_jobs": 2000,
                  "sim_replications": 3},
-    "traces": {"load_scales": [1.0, 1.2], "extra_servers": [0, 20]},
+    "traces": {"load_scales": [1.0, 1.2], "extra_servers": [0, 20], "failure_rates": [0.0, 1e-6], "failure_seeds": [2]},
     "claims": {},
 }
 #: notebooks that write figures and claims: reruns write into a temporary folder, never into results/
