@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import barrier_queues as bq
-from barrier_queues.moldable import moldable_run, simulate_moldable
+from barrier_queues.moldable import moldable_compiled, moldable_run, simulate_moldable
 
 SIM = {"jobs": 20_000, "replications": 8, "seed": 1}
 
@@ -118,3 +118,81 @@ def test_the_command_line():
                                                                               "only with moldable 'patience'")):
         out = subprocess.run(cmd[:-1] + extra, capture_output=True, text=True)
         assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+# --------------------------------------------------------------------------------------------------
+# the compiled kernel against the plain reference, and the paper's system as a degenerate case
+
+POLICY_CASES = [("take-fraction", 0.5, "min"), ("take-fraction", 1.0, "min"), ("take-fraction", 0.3, "min"),
+                ("take-random", None, "min"), ("take-random-all", None, "min"), ("patience", None, "min"),
+                ("patience", None, "mean"), ("patience", None, "height")]
+
+
+def _path(seed, s, k, n, load=0.7, law="exponential"):
+    rng = np.random.default_rng(seed)
+    arrivals = np.cumsum(rng.exponential(1 / (load * s / k), n))
+    times = rng.exponential(1.0, n * k) if law == "exponential" else rng.lognormal(-0.5, 1.0, n * k)
+    return arrivals, times, rng.random(n)
+
+
+def _same(a, b):
+    for key in ("start", "departure", "workers"):
+        assert np.array_equal(np.asarray(a[key], dtype=float), np.asarray(b[key], dtype=float), equal_nan=True), key
+
+
+@pytest.mark.parametrize("policy, f, wait", POLICY_CASES)
+@pytest.mark.parametrize("two_barrier", [False, True])
+def test_the_kernel_equals_the_plain_reference_bit_for_bit(policy, f, wait, two_barrier):
+    """Every policy and estimate, 1 and 2 barriers, k below, at and above s, s = 1, a heavy-tailed law: each
+    job's start, departure and workers equal to the reference's."""
+    for seed, (s, k), law in ((0, (4, 4), "exponential"), (1, (8, 3), "exponential"), (2, (6, 12), "lognormal"),
+                              (3, (1, 5), "exponential"), (4, (16, 16), "lognormal")):
+        arrivals, times, u = _path(seed, s, k, 800, law=law)
+        args = (arrivals, k, times, s, policy, f, u, wait, two_barrier, 1.0)
+        _same(moldable_compiled(*args), moldable_run(*args))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(6))
+def test_the_kernel_equals_the_plain_reference_on_long_paths(seed):
+    rng = np.random.default_rng(100 + seed)
+    s = int(rng.integers(1, 17))
+    k = int(rng.integers(1, 2 * s + 1))
+    policy, f, wait = POLICY_CASES[seed % len(POLICY_CASES)]
+    arrivals, times, u = _path(seed, s, k, 20_000, load=float(rng.uniform(0.3, 0.9)))
+    for two in (False, True):
+        args = (arrivals, k, times, s, policy, f, u, wait, two, 1.0)
+        _same(moldable_compiled(*args), moldable_run(*args))
+
+
+@pytest.mark.parametrize("k", [2, 4, 8])
+@pytest.mark.parametrize("barriers", [1, 2])
+def test_a_fixed_requirement_of_k_is_the_papers_system_job_by_job(k, barriers):
+    """take-random-all with every requirement n = ceil(s U) = k (U = k / s, exact here): the head waits for k
+    free workers and runs one task on each, the paper's (s, k, k) FIFO system: the central queue's kernel on
+    the same jobs gives the same starts and departures."""
+    from barrier_queues.runs import run_inputs
+
+    s, n = 8, 3000
+    arrivals, times, _ = _path(7, s, k, n)
+    u = np.full(n, k / s)
+    assert math.ceil(s * (k / s)) == k
+    out = moldable_compiled(arrivals, k, times, s, "take-random-all", None, u, "min", barriers == 2, 1.0)
+    system = bq.BarrierSystem(servers=s, tasks=k, barriers=barriers, arrival_rate=0.7 * s / k)
+    paper = run_inputs(system, {"arrival": arrivals, "tasks": np.full(n, k, dtype=np.int64),
+                                "barrier": np.ones(n, dtype=bool), "times": times,
+                                "offsets": np.arange(n, dtype=np.int64) * k})
+    assert np.array_equal(out["start"], np.asarray(paper["start"]))
+    assert np.array_equal(out["departure"], np.asarray(paper["departure"]))
+    assert (out["workers"] == k).all()
+
+
+def test_the_simulation_runs_the_kernel_and_equals_the_reference_run():
+    kw = dict(servers=6, tasks=4, arrival_rate=0.9, policy="patience", patience_wait="height", jobs=2000,
+              replications=3, seed=5)
+    fast, plain = simulate_moldable(**kw), simulate_moldable(**kw, compiled=False)
+    assert fast["method"].startswith("compiled") and plain["method"].startswith("plain-Python")
+    for key in ("mean_waiting", "mean_sojourn", "mean_workers"):
+        assert fast[key] == plain[key]
+    with pytest.raises(bq.ParameterError, match="jobs x tasks must be at most"):
+        simulate_moldable(servers=4, tasks=10_000, arrival_rate=0.1, policy="take-random", jobs=50_000_000)

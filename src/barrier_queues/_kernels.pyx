@@ -116,6 +116,10 @@ include "schedulers/waitlist.pxi"
 include "_replay.pxi"
 
 # --------------------------------------------------------------------------------------------------
+# moldable barrier jobs (barrier_queues.moldable)
+include "_moldable.pxi"
+
+# --------------------------------------------------------------------------------------------------
 # the streaming statistics of each chunk (barrier_queues.statistics)
 include "_statistics.pxi"
 

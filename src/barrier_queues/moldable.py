@@ -20,9 +20,10 @@ leaves it waiting (which blocks the jobs behind it):
   b``, ``height`` = ``sum hh_w / b`` with ``hh_w = sum_{j<H} (H - j) x^j / j! / sum_{j<H} x^j / j!``, ``H`` the
   tasks dealt to the worker at its job's start ``t_w`` and ``x = mu (t - t_w)`` (0 with no busy worker).
 
-This module is the model's plain-Python implementation (:func:`moldable_run`, per job) and its simulation
-front (:func:`simulate_moldable`: replications, MSER-5 warm-up, t intervals over replications, the drift
-test). It has no compiled kernel yet: it runs at plain-Python speed.
+This module is the model's plain-Python implementation (:func:`moldable_run`, per job: the reference), its
+compiled kernel (:func:`moldable_compiled`, ``_moldable.pxi``: the same starts, departures and workers, bit for
+bit, tested) and its simulation front (:func:`simulate_moldable`: replications, MSER-5 warm-up, t intervals
+over replications, the drift test), which runs the kernel.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ POLICIES = ("take-fraction", "take-random", "take-random-all", "patience")
 PATIENCE_WAITS = ("min", "mean", "height")
 #: MSER-5: the warm-up is chosen over means of blocks of this many jobs
 MSER_BLOCK = 5
+#: the most task times one replication may draw (they are drawn at once: 8 bytes each)
+MAX_DRAWS = 200_000_000
 
 
 def _height(h: int, x: float) -> float:
@@ -46,7 +49,11 @@ def _height(h: int, x: float) -> float:
     (``sum_{j<h} (h - j) x^j / j! / sum_{j<h} x^j / j!``, in logs: no overflow for large ``x``)."""
     if x <= 0.0:
         return float(h)
-    logs = [j * math.log(x) - math.lgamma(j + 1) for j in range(h)]
+    lx, lf, logs = math.log(x), 0.0, []
+    for j in range(h):                               # log j! as a running sum of log i
+        if j > 0:
+            lf = lf + math.log(j)
+        logs.append(j * lx - lf)
     top = max(logs)
     weights = [math.exp(v - top) for v in logs]
     return sum((h - j) * w for j, w in enumerate(weights)) / sum(weights)
@@ -130,6 +137,23 @@ def moldable_run(arrivals, tasks: int, times, servers: int, policy: str, take_fr
     return {"start": start, "departure": departure, "workers": workers}
 
 
+def moldable_compiled(arrivals, tasks: int, times, servers: int, policy: str, take_fraction: float | None = None,
+                      uniforms=None, patience_wait: str = "min", two_barrier: bool = False, mu: float = 1.0) -> dict:
+    """:func:`moldable_run` by the compiled kernel: the same arguments, numpy arrays out."""
+    from .kernels import kernels_module
+
+    kernels = kernels_module()
+    arrivals = np.ascontiguousarray(arrivals, dtype=float)
+    n = arrivals.size
+    uniforms = np.zeros(n) if uniforms is None else np.ascontiguousarray(uniforms, dtype=float)
+    start, departure, workers = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
+    kernels.moldable_kernel(arrivals, int(tasks), np.ascontiguousarray(times, dtype=float), int(servers),
+                            kernels.MOLDABLE_POLICIES[policy], 0.0 if take_fraction is None else float(take_fraction),
+                            uniforms, kernels.MOLDABLE_WAITS[patience_wait or "min"], bool(two_barrier), float(mu),
+                            start, departure, workers)
+    return {"start": start, "departure": departure, "workers": workers}
+
+
 def check_moldable(policy: str, take_fraction, patience_wait) -> tuple:
     """The policy's options as Appendix B, section 7 allows them; one clear error otherwise."""
     check_choice("moldable", policy, POLICIES)
@@ -160,13 +184,14 @@ def _replication_means(out: dict, arrivals: np.ndarray) -> dict:
 
 def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str, take_fraction: float | None = None,
                       patience_wait: str | None = None, barriers: int = 1, task_dist=None, arrival: str = "poisson",
-                      jobs: int = 20_000, replications: int = 10, seed=None, level: float = 0.95) -> dict:
+                      jobs: int = 20_000, replications: int = 10, seed=None, level: float = 0.95,
+                      compiled: bool = True) -> dict:
     """Mean waiting, sojourn, execution and workers per job with t intervals over ``replications`` independent
     replications of ``jobs`` jobs (MSER-5 warm-up per replication); ``stable`` from the drift test of the
     waiting times (and, for the work-conserving take-fraction and take-random with 1 barrier, the condition
     ``lambda k E[X] < s``); no means for a system that is not stable. ``k`` may exceed ``s`` (a job's tasks
     are dealt onto the workers it takes). ``task_dist``: any task law (default Exp(1)); ``arrival``: poisson
-    or deterministic."""
+    or deterministic. ``compiled`` False: the plain-Python reference (the same numbers, slower)."""
     from ._validation import check_positive
     from .distributions import as_task_distribution, parse_task_distribution
 
@@ -178,7 +203,10 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
     check_choice("arrival", arrival, ("poisson", "deterministic"))
     law = (parse_task_distribution("exponential:rate=1") if task_dist is None
            else parse_task_distribution(task_dist) if isinstance(task_dist, str) else as_task_distribution(task_dist))
-    jobs = check_int("jobs", jobs, low=10, high=10**7, high_name="10,000,000 (plain-Python speed)")
+    jobs = check_int("jobs", jobs, low=10, high=10**8, high_name="100,000,000")
+    if jobs * k > MAX_DRAWS:
+        raise ParameterError(f"jobs x tasks must be at most {MAX_DRAWS:,} task times per replication (got "
+                             f"{jobs * k:,}): a replication's times are drawn at once ({8 * jobs * k / 1e9:.1f} GB)")
     replications = check_int("replications", replications, low=1, high=10_000)
     mu = 1.0 / law.mean()
     streams = np.random.SeedSequence(seed).spawn(replications)
@@ -189,7 +217,8 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
         arrivals = np.cumsum(gaps)
         times = law.rvs(jobs * k, rng)
         uniforms = rng.random(jobs)
-        out = moldable_run(arrivals, k, times, s, policy, take_fraction, uniforms, patience_wait, barriers == 2, mu)
+        run = moldable_compiled if compiled else moldable_run
+        out = run(arrivals, k, times, s, policy, take_fraction, uniforms, patience_wait, barriers == 2, mu)
         per.append(_replication_means(out, arrivals))
     work_conserving = policy in ("take-fraction", "take-random") and barriers == 1
     drifting = drift(per[0]["series"])["drifting"]
@@ -197,8 +226,9 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
     summary = {"moldable": policy, "take_fraction": take_fraction,
                "patience_wait": patience_wait if policy == "patience" else None, "jobs": jobs,
                "replications": replications, "stable": bool(stable), "warmup_jobs": [p["warmup"] for p in per],
-               "ci": {"level": level}, "method": "plain-Python model (barrier_queues.moldable), MSER-5 warm-up, "
-                                                "t interval over replications"}
+               "ci": {"level": level},
+               "method": ("compiled" if compiled else "plain-Python") + " model (barrier_queues.moldable), MSER-5 "
+                         "warm-up, t interval over replications"}
     for key in ("waiting", "sojourn", "execution", "workers"):
         values = [p[key] for p in per]
         summary[f"mean_{key}"] = float(np.mean(values)) if stable else None
@@ -209,4 +239,5 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
     return summary
 
 
-__all__ = ["PATIENCE_WAITS", "POLICIES", "check_moldable", "moldable_run", "simulate_moldable"]
+__all__ = ["MAX_DRAWS", "PATIENCE_WAITS", "POLICIES", "check_moldable", "moldable_compiled", "moldable_run",
+           "simulate_moldable"]
