@@ -125,7 +125,7 @@ def test_the_command_line():
 
 POLICY_CASES = [("take-fraction", 0.5, "min"), ("take-fraction", 1.0, "min"), ("take-fraction", 0.3, "min"),
                 ("take-random", None, "min"), ("take-random-all", None, "min"), ("patience", None, "min"),
-                ("patience", None, "mean"), ("patience", None, "height")]
+                ("patience", None, "mean"), ("patience", None, "height"), ("fixed", None, "min")]
 
 
 def _path(seed, s, k, n, load=0.7, law="exponential"):
@@ -148,7 +148,7 @@ def test_the_kernel_equals_the_plain_reference_bit_for_bit(policy, f, wait, two_
     for seed, (s, k), law in ((0, (4, 4), "exponential"), (1, (8, 3), "exponential"), (2, (6, 12), "lognormal"),
                               (3, (1, 5), "exponential"), (4, (16, 16), "lognormal")):
         arrivals, times, u = _path(seed, s, k, 800, law=law)
-        args = (arrivals, k, times, s, policy, f, u, wait, two_barrier, 1.0)
+        args = (arrivals, k, times, s, policy, f, u, wait, two_barrier, 1.0, max(1, s // 2))
         _same(moldable_compiled(*args), moldable_run(*args))
 
 
@@ -161,7 +161,7 @@ def test_the_kernel_equals_the_plain_reference_on_long_paths(seed):
     policy, f, wait = POLICY_CASES[seed % len(POLICY_CASES)]
     arrivals, times, u = _path(seed, s, k, 20_000, load=float(rng.uniform(0.3, 0.9)))
     for two in (False, True):
-        args = (arrivals, k, times, s, policy, f, u, wait, two, 1.0)
+        args = (arrivals, k, times, s, policy, f, u, wait, two, 1.0, int(rng.integers(1, s + 1)))
         _same(moldable_compiled(*args), moldable_run(*args))
 
 
@@ -185,6 +185,24 @@ def test_a_fixed_requirement_of_k_is_the_papers_system_job_by_job(k, barriers):
     assert np.array_equal(out["start"], np.asarray(paper["start"]))
     assert np.array_equal(out["departure"], np.asarray(paper["departure"]))
     assert (out["workers"] == k).all()
+    fixed = moldable_compiled(arrivals, k, times, s, "fixed", None, None, "min", barriers == 2, 1.0, k)
+    for key in ("start", "departure", "workers"):
+        assert np.array_equal(fixed[key], out[key])
+
+
+def test_a_fixed_requirement_on_the_command_line_and_its_refusals():
+    cmd = [sys.executable, "-m", "barrier_queues.cli", "simulate", "-s", "8", "-k", "8", "--arrival-rate", "0.3",
+           "--jobs", "2000", "--replications", "2"]
+    doc = json.loads(subprocess.run(cmd + ["--moldable", "fixed", "--requirement", "4", "--json"],
+                                    capture_output=True, text=True, check=True).stdout)
+    assert doc["requirement"] == 4 and doc["mean_workers"] == 4.0
+    for extra, message in ((["--moldable", "fixed"], "requirement must be"),
+                           (["--moldable", "patience", "--requirement", "2"], "only with moldable 'fixed'"),
+                           (["--requirement", "2"], "must come with --moldable")):
+        out = subprocess.run(cmd + extra, capture_output=True, text=True)
+        assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    with pytest.raises(bq.ParameterError, match="at most servers = 8"):
+        simulate_moldable(8, 16, 0.1, "fixed", requirement=9)
 
 
 def test_the_simulation_runs_the_kernel_and_equals_the_reference_run():

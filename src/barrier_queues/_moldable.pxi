@@ -16,12 +16,13 @@ cdef enum:
     MOLD_TAKE_RANDOM = 1
     MOLD_TAKE_RANDOM_ALL = 2
     MOLD_PATIENCE = 3
+    MOLD_FIXED = 4
     MOLD_WAIT_MIN = 0
     MOLD_WAIT_MEAN = 1
     MOLD_WAIT_HEIGHT = 2
 
 MOLDABLE_POLICIES = {"take-fraction": MOLD_TAKE_FRACTION, "take-random": MOLD_TAKE_RANDOM,
-                     "take-random-all": MOLD_TAKE_RANDOM_ALL, "patience": MOLD_PATIENCE}
+                     "take-random-all": MOLD_TAKE_RANDOM_ALL, "patience": MOLD_PATIENCE, "fixed": MOLD_FIXED}
 MOLDABLE_WAITS = {"min": MOLD_WAIT_MIN, "mean": MOLD_WAIT_MEAN, "height": MOLD_WAIT_HEIGHT}
 
 
@@ -62,7 +63,7 @@ def moldable_kernel(const double[::1] arrivals, int64_t k, const double[::1] tim
     if times.shape[0] != n * k or uniforms.shape[0] != n or start.shape[0] != n or departure.shape[0] != n \
             or workers.shape[0] != n:
         raise ValueError("moldable_kernel: times must hold k per job, and every per-job array n entries")
-    if policy < MOLD_TAKE_FRACTION or policy > MOLD_PATIENCE or wait < MOLD_WAIT_MIN or wait > MOLD_WAIT_HEIGHT:
+    if policy < MOLD_TAKE_FRACTION or policy > MOLD_FIXED or wait < MOLD_WAIT_MIN or wait > MOLD_WAIT_HEIGHT:
         raise ValueError(f"moldable_kernel: unknown policy {policy} or wait {wait}")
     cdef int64_t s = servers
     cdef int64_t* ints = <int64_t*> malloc((9 * s + 2 * n + 1) * sizeof(int64_t))
@@ -151,6 +152,11 @@ def moldable_kernel(const double[::1] arrivals, int64_t k, const double[::1] tim
                     need = <int64_t> ceil(s * uniforms[head])
                     if need < 1:
                         need = 1
+                    if need > k:
+                        need = k
+                    want = need if free_count >= need else 0
+                elif policy == MOLD_FIXED:                 # (the requirement comes as take_fraction)
+                    need = <int64_t> take_fraction
                     if need > k:
                         need = k
                     want = need if free_count >= need else 0

@@ -344,7 +344,7 @@ def _simulate_moldable(args) -> dict:
     out = simulate_moldable(args.servers, args.tasks, args.arrival_rate, args.moldable, args.take_fraction,
                             args.patience_wait, barriers=args.barriers or 1, task_dist=law,
                             arrival=args.arrival or "poisson", jobs=args.jobs, replications=args.replications,
-                            seed=args.seed)
+                            seed=args.seed, requirement=args.requirement)
     out.update(mode="moldable", config={"servers": args.servers, "tasks": args.tasks, "barriers": args.barriers or 1,
                                         "arrival_rate": args.arrival_rate, "task_dist": law, "seed": args.seed})
     return out
@@ -357,8 +357,8 @@ def _simulate(args) -> dict:
 
     if args.moldable is not None:
         return _simulate_moldable(args)
-    if args.take_fraction is not None or args.patience_wait is not None:
-        raise ParameterError("--take-fraction and --patience-wait must come with --moldable")
+    if args.take_fraction is not None or args.patience_wait is not None or args.requirement is not None:
+        raise ParameterError("--take-fraction, --patience-wait and --requirement must come with --moldable")
 
     if args.saturated:
         for flag, value in (("--arrival-rate", args.arrival_rate), ("--utilization", args.utilization),
@@ -784,9 +784,11 @@ def _add_simulate(sub) -> None:
     sim.add_argument("--jobs-csv", default=None, help="write the per-job table to this new CSV file")
     sim.add_argument("--force", action="store_true", help="overwrite --jobs-csv if it exists")
     sim.add_argument("--moldable", default=None, type=_choice("moldable", ("take-fraction", "take-random",
-                                                                         "take-random-all", "patience")),
+                                                                         "take-random-all", "patience", "fixed")),
                      help="moldable jobs: each takes a number of workers chosen when it reaches the head (k may "
-                          "exceed s; tasks are dealt onto the workers taken)")
+                          "exceed s; tasks are dealt onto the workers taken); fixed: always --requirement n")
+    sim.add_argument("--requirement", type=_int("requirement", 1, 100_000), default=None,
+                     help="with --moldable fixed: the workers every job needs (its k tasks dealt onto them)")
     sim.add_argument("--take-fraction", type=_float("take-fraction", 0, 1, open_low=True), default=None,
                      help="with --moldable take-fraction: the share f of the free workers a job takes")
     sim.add_argument("--patience-wait", default=None, type=_choice("patience-wait", ("min", "mean", "height")),

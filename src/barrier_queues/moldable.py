@@ -13,6 +13,8 @@ leaves it waiting (which blocks the jobs behind it):
 * ``take-random``: the same with a fresh ``U ~ Uniform[0, 1)`` per started job in place of ``f``;
 * ``take-random-all``: each job draws a requirement ``n = min(k, max(1, ceil(s U)))``; the head starts only
   when ``F >= n``;
+* ``fixed n`` (``requirement``; ours, the baseline of a fixed choice): every job needs ``min(k, n)`` workers and
+  the head starts only when that many are free (``n = k``: the paper's system, job by job);
 * ``patience W``: with ``l = F`` free workers, the speed-up of one more worker ``S = k/l - k/(l+1)`` (0 when
   all ``s`` are free) against the expected wait ``E`` for the next free worker (in mean task times): if ``S >
   E`` the head is deferred, else it starts on all ``F`` free workers. ``E`` over the ``b`` busy workers, with
@@ -36,7 +38,7 @@ import numpy as np
 from ._validation import ParameterError, check_choice, check_int
 from .statistics import drift, mser_truncation, t_interval
 
-POLICIES = ("take-fraction", "take-random", "take-random-all", "patience")
+POLICIES = ("take-fraction", "take-random", "take-random-all", "patience", "fixed")
 PATIENCE_WAITS = ("min", "mean", "height")
 #: MSER-5: the warm-up is chosen over means of blocks of this many jobs
 MSER_BLOCK = 5
@@ -76,19 +78,22 @@ def _workers_wanted(policy: str, free: int, servers: int, k: int, f: float | Non
     if policy == "take-fraction" or policy == "take-random":
         share = f if policy == "take-fraction" else u
         return 1 if free == 1 else max(1, math.ceil(free * share))
-    if policy == "take-random-all":
-        need = min(k, max(1, math.ceil(servers * u)))
+    if policy == "take-random-all" or policy == "fixed":
+        need = min(k, max(1, math.ceil(servers * u)) if policy == "take-random-all" else int(f))
         return need if free >= need else 0
     speedup = 0.0 if free >= servers else k / free - k / (free + 1)
     return 0 if speedup > _expected_wait(busy, wait, now, mu) else free
 
 
 def moldable_run(arrivals, tasks: int, times, servers: int, policy: str, take_fraction: float | None = None,
-                 uniforms=None, patience_wait: str = "min", two_barrier: bool = False, mu: float = 1.0) -> dict:
+                 uniforms=None, patience_wait: str = "min", two_barrier: bool = False, mu: float = 1.0,
+                 requirement: int | None = None) -> dict:
     """Per job ``start``, ``departure`` and ``workers`` (m) of one sample path: ``arrivals`` sorted, ``times``
     the ``k`` task times of each job in task order (job-major), ``uniforms`` one U per job (take-random: used
-    when the job starts; take-random-all: its requirement)."""
+    when the job starts; take-random-all: its requirement), ``requirement`` the n of ``fixed``."""
     n, k = len(arrivals), int(tasks)
+    if policy == "fixed":
+        take_fraction = requirement
     start, departure, workers = [math.nan] * n, [math.nan] * n, [0] * n
     free = list(range(servers))                         # a min-heap of free worker ids
     busy: dict[int, list] = {}                          # worker -> [tasks left, tasks dealt, job start]
@@ -138,8 +143,12 @@ def moldable_run(arrivals, tasks: int, times, servers: int, policy: str, take_fr
 
 
 def moldable_compiled(arrivals, tasks: int, times, servers: int, policy: str, take_fraction: float | None = None,
-                      uniforms=None, patience_wait: str = "min", two_barrier: bool = False, mu: float = 1.0) -> dict:
-    """:func:`moldable_run` by the compiled kernel: the same arguments, numpy arrays out."""
+                      uniforms=None, patience_wait: str = "min", two_barrier: bool = False, mu: float = 1.0,
+                      requirement: int | None = None) -> dict:
+    """:func:`moldable_run` by the compiled kernel: the same arguments, numpy arrays out (the kernel reads
+    ``fixed``'s requirement in the take-fraction slot)."""
+    if policy == "fixed":
+        take_fraction = float(requirement)
     from .kernels import kernels_module
 
     kernels = kernels_module()
@@ -154,9 +163,17 @@ def moldable_compiled(arrivals, tasks: int, times, servers: int, policy: str, ta
     return {"start": start, "departure": departure, "workers": workers}
 
 
-def check_moldable(policy: str, take_fraction, patience_wait) -> tuple:
-    """The policy's options as Appendix B, section 7 allows them; one clear error otherwise."""
+def check_moldable(policy: str, take_fraction, patience_wait, requirement=None) -> tuple:
+    """The policy's options as Appendix B, section 7 allows them; one clear error otherwise. Returns
+    ``(take_fraction, patience_wait, requirement)``."""
     check_choice("moldable", policy, POLICIES)
+    if policy == "fixed":
+        if requirement is None:
+            raise ParameterError("requirement must be given with moldable 'fixed': the workers n >= 1 every job "
+                                 "needs")
+        requirement = check_int("requirement", requirement, low=1, high=100_000)
+    elif requirement is not None:
+        raise ParameterError(f"requirement must be given only with moldable 'fixed' (got {policy!r})")
     if policy == "take-fraction":
         if take_fraction is None or isinstance(take_fraction, bool) or not (0 < float(take_fraction) <= 1):
             raise ParameterError(f"take_fraction must be given with moldable 'take-fraction', 0 < f <= 1 (got "
@@ -168,7 +185,7 @@ def check_moldable(policy: str, take_fraction, patience_wait) -> tuple:
         check_choice("patience_wait", patience_wait or "min", PATIENCE_WAITS)
     elif patience_wait not in (None, "min"):
         raise ParameterError(f"patience_wait must be given only with moldable 'patience' (got {policy!r})")
-    return take_fraction, patience_wait or "min"
+    return take_fraction, patience_wait or "min", requirement
 
 
 def _replication_means(out: dict, arrivals: np.ndarray) -> dict:
@@ -185,7 +202,7 @@ def _replication_means(out: dict, arrivals: np.ndarray) -> dict:
 def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str, take_fraction: float | None = None,
                       patience_wait: str | None = None, barriers: int = 1, task_dist=None, arrival: str = "poisson",
                       jobs: int = 20_000, replications: int = 10, seed=None, level: float = 0.95,
-                      compiled: bool = True) -> dict:
+                      compiled: bool = True, requirement: int | None = None) -> dict:
     """Mean waiting, sojourn, execution and workers per job with t intervals over ``replications`` independent
     replications of ``jobs`` jobs (MSER-5 warm-up per replication); ``stable`` from the drift test of the
     waiting times (and, for the work-conserving take-fraction and take-random with 1 barrier, the condition
@@ -195,10 +212,13 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
     from ._validation import check_positive
     from .distributions import as_task_distribution, parse_task_distribution
 
-    take_fraction, patience_wait = check_moldable(policy, take_fraction, patience_wait)
+    take_fraction, patience_wait, requirement = check_moldable(policy, take_fraction, patience_wait, requirement)
     s = check_int("servers", servers, low=1, high=100_000)
     k = check_int("tasks", tasks, low=1, high=100_000)
     rate = check_positive("arrival_rate", arrival_rate)
+    if policy == "fixed" and min(requirement, k) > s:
+        raise ParameterError(f"requirement must be at most servers = {s} (got {requirement} with k = {k}): a job "
+                             "needing more workers than there are never starts")
     check_choice("barriers", barriers, (1, 2))
     check_choice("arrival", arrival, ("poisson", "deterministic"))
     law = (parse_task_distribution("exponential:rate=1") if task_dist is None
@@ -218,12 +238,13 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
         times = law.rvs(jobs * k, rng)
         uniforms = rng.random(jobs)
         run = moldable_compiled if compiled else moldable_run
-        out = run(arrivals, k, times, s, policy, take_fraction, uniforms, patience_wait, barriers == 2, mu)
+        out = run(arrivals, k, times, s, policy, take_fraction, uniforms, patience_wait, barriers == 2, mu,
+                  requirement)
         per.append(_replication_means(out, arrivals))
     work_conserving = policy in ("take-fraction", "take-random") and barriers == 1
     drifting = drift(per[0]["series"])["drifting"]
     stable = not drifting and (not work_conserving or rate * k / mu < s)
-    summary = {"moldable": policy, "take_fraction": take_fraction,
+    summary = {"moldable": policy, "take_fraction": take_fraction, "requirement": requirement,
                "patience_wait": patience_wait if policy == "patience" else None, "jobs": jobs,
                "replications": replications, "stable": bool(stable), "warmup_jobs": [p["warmup"] for p in per],
                "ci": {"level": level},
