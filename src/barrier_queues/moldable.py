@@ -204,8 +204,8 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
                       jobs: int = 20_000, replications: int = 10, seed=None, level: float = 0.95,
                       compiled: bool = True, requirement: int | None = None) -> dict:
     """Mean waiting, sojourn, execution and workers per job with t intervals over ``replications`` independent
-    replications of ``jobs`` jobs (MSER-5 warm-up per replication); ``stable`` from the drift test of the
-    waiting times (and, for the work-conserving take-fraction and take-random with 1 barrier, the condition
+    replications of ``jobs`` jobs (MSER-5 warm-up per replication); ``stable`` from the drift test of every
+    replication's waiting times (and, for the work-conserving take-fraction and take-random with 1 barrier, the condition
     ``lambda k E[X] < s``); no means for a system that is not stable. ``k`` may exceed ``s`` (a job's tasks
     are dealt onto the workers it takes). ``task_dist``: any task law (default Exp(1)); ``arrival``: poisson
     or deterministic. ``compiled`` False: the plain-Python reference (the same numbers, slower)."""
@@ -242,7 +242,7 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
                   requirement)
         per.append(_replication_means(out, arrivals))
     work_conserving = policy in ("take-fraction", "take-random") and barriers == 1
-    drifting = drift(per[0]["series"])["drifting"]
+    drifting = any(drift(p["series"])["drifting"] for p in per)     # every replication's waiting times
     stable = not drifting and (not work_conserving or rate * k / mu < s)
     summary = {"moldable": policy, "take_fraction": take_fraction, "requirement": requirement,
                "patience_wait": patience_wait if policy == "patience" else None, "jobs": jobs,
