@@ -80,11 +80,13 @@ RERUNS = {
     "failures": {"servers": 8, "ks": [1, 4], "gammas": [0.05], "plan_work": 8.0, "sim_jobs": 2000,
                  "sim_replications": 3},
     "traces": {"load_scales": [1.0, 1.2], "extra_servers": [0, 20], "failure_rates": [0.0, 1e-6], "failure_seeds": [2]},
+    "moldable": {"servers": 8, "tasks": 8, "loads": [0.2, 0.6], "fixed_ns": [2, 8], "fractions": [1.0],
+                 "sim_jobs": 3000, "sim_replications": 3},
     "claims": {},
 }
 #: notebooks that write figures and claims: reruns write into a temporary folder, never into results/
 WRITERS = {"intro", "stability", "ctmc", "bounds", "spark", "partial", "sampling", "phases", "scheduling",
-           "failures", "traces"}
+           "failures", "traces", "moldable"}
 
 
 @pytest.mark.parametrize("name", NAMES)
