@@ -206,8 +206,8 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
     """Mean waiting, sojourn, execution and workers per job with t intervals over ``replications`` independent
     replications of ``jobs`` jobs (MSER-5 warm-up per replication); ``stable`` from the drift test of every
     replication's waiting times (and, for the work-conserving take-fraction and take-random with 1 barrier,
-    the condition ``lambda k E[X] < s``); no means for a system that is not stable. ``k`` may exceed ``s`` (a job's tasks
-    are dealt onto the workers it takes). ``task_dist``: any task law (default Exp(1)); ``arrival``: poisson
+    the condition ``lambda k E[X] < s``); no means for a system that is not stable. ``k`` may exceed ``s`` (a
+    job's tasks are dealt onto the workers it takes). ``task_dist``: any task law (default Exp(1)); ``arrival``: poisson
     or deterministic. ``compiled`` False: the plain-Python reference (the same numbers, slower)."""
     from ._validation import check_positive
     from .distributions import as_task_distribution, parse_task_distribution
