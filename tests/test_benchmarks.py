@@ -114,3 +114,20 @@ def test_the_replay_benchmark_times_every_rule_and_checks_the_reference(tmp_path
     assert [r[2] for r in logs] == ["fcfs (exact)", "first-fit (exact)", "backfill (exact)", "backfill (requested)"]
     assert all(r[6] == "True" and float(r[3]) > 0 and float(r[4]) > 0 for r in logs)
     assert len([r for r in rows if r[0] != "tiny" and r[0] != "log" and r[0] != "rule"]) == 4
+
+
+def test_the_moldable_peer_benchmark_refuses_what_it_cannot_run(tmp_path):
+    """forkulator is not part of the project (the benchmark runs a checkout the user built): without one the
+    script refuses in one line; a --json-out that exists is refused without --force."""
+    missing = _run("moldable_peer.py", "--forkulator", str(ROOT / "no-such-forkulator"))
+    assert missing.returncode == 2 and "--forkulator must be a built forkulator checkout" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    fake = tmp_path / "fk" / "bin" / "forkulator"
+    fake.mkdir(parents=True)
+    (fake / "FJSimulator.class").write_bytes(b"")
+    taken = tmp_path / "out.json"
+    taken.write_text("{}")
+    r = _run("moldable_peer.py", "--forkulator", str(tmp_path / "fk"), "--json-out", str(taken))
+    assert r.returncode == 2 and "exists" in r.stderr and taken.read_text() == "{}"
+    r = _run("moldable_peer.py", "--forkulator", str(tmp_path / "fk"), "--runs", "1")
+    assert r.returncode == 2 and "--runs must be at least 2" in r.stderr
