@@ -700,3 +700,11 @@ def test_the_command_keeps_freed_memory_where_glibc_allows_it(monkeypatch, capsy
     finally:
         gc.unfreeze()                                     # (entry freezes the objects alive at its end)
     assert json.loads(capsys.readouterr().out)["servers"] == 4
+
+
+def test_a_plan_refuses_simulations_too_short_to_say_anything():
+    r = run("plan", "-s", "8", "--utilization", "0.5", "--simulate-jobs", "2", "--json")
+    assert r.returncode == 2 and "simulate_jobs must be 0 or at least 10,000 (got 2)" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    r = run("plan", "-s", "8", "--utilization", "0.5", "--barriers", "2", "--simulate-jobs", "999", "--json")
+    assert r.returncode == 2 and "at least 1,000" in r.stderr

@@ -107,6 +107,16 @@ def _simulate_curve(curve, systems, key: str, barriers: int, eps: float, jobs: i
     return curve, key
 
 
+#: the fewest jobs per replication a plan simulates: a mean (2 barriers), or 100 / epsilon for the quantile
+PLAN_MIN_JOBS = 1_000
+
+
+def plan_min_jobs(barriers: int, eps: float) -> int:
+    """The fewest simulated jobs per candidate a plan accepts (:data:`PLAN_MIN_JOBS`, or ``ceil(100 /
+    epsilon)`` for the 1-barrier quantile criterion)."""
+    return max(PLAN_MIN_JOBS, math.ceil(100 / eps)) if barriers == 1 else PLAN_MIN_JOBS
+
+
 def plan(servers: int, utilization: float, epsilon: float = 0.01, barriers: int = 1, form: str = "gigi",
          simulate_jobs: int = 0, replications: int = 10, seed=None, min_needed_fraction: float = 1.0,
          progress: bool | None = None) -> dict:
@@ -148,6 +158,11 @@ def plan(servers: int, utilization: float, epsilon: float = 0.01, barriers: int 
     eps = check_probability("epsilon", epsilon, open_low=True, open_high=True)
     check_probability("min_needed_fraction", min_needed_fraction, open_low=True)
     simulate_jobs = check_int("simulate_jobs", simulate_jobs, low=0)
+    least = plan_min_jobs(barriers, eps)
+    if 0 < simulate_jobs < least:
+        why = (f"the 1 - epsilon = {1 - eps:g} quantile of the sojourn needs about 100 / epsilon jobs" if barriers == 1
+               else "a mean over fewer jobs says nothing about the steady state")
+        raise ParameterError(f"simulate_jobs must be 0 or at least {least:,} (got {simulate_jobs:,}): {why}")
     show = sys.stderr.isatty() if progress is None else progress
     point = {"servers": servers, "rho": rho, "eps": eps, "form": form, "barriers": barriers,
              "min_needed_fraction": min_needed_fraction}
