@@ -127,7 +127,7 @@ BAD_INPUTS = [
     (("simulate", "-s", "20000", "-k", "4", "--placement", "sample", "--arrival-rate", "1"),
      "servers must be at most 10,000 with placement = 'sample'"),
     (("simulate", "-s", "8", "-k", "8", "--arrival-rate", "1e-6", "--jobs", "100000000000", "--replications", "9"),
-     "must be at most 1e+11 task draws"),
+     "must be at most 5e+09 task draws"),
     (("bound", "-s", "16", "-k", "8", "--arrival-rate", "2", "--epsilon", "0.01"),
      "arrival_rate must be below 1 / E[spacing]"),
     (("bound", "-s", "16", "-k", "8", "--arrival-rate", "1", "--epsilon", "2"),
@@ -708,3 +708,18 @@ def test_a_plan_refuses_simulations_too_short_to_say_anything():
     assert len(r.stderr.strip().splitlines()) == 1
     r = run("plan", "-s", "8", "--utilization", "0.5", "--barriers", "2", "--simulate-jobs", "999", "--json")
     assert r.returncode == 2 and "at least 1,000" in r.stderr
+
+
+def test_a_huge_run_is_refused_at_once_and_a_long_one_says_so_first():
+    """1e10 jobs is past the draws a run may take (refused before any work); a run of 1,000 jobs of a million
+    tasks each is allowed, and says on stderr, before it starts, that it takes a while (stdout stays JSON)."""
+    r = run("simulate", "-s", "4", "-k", "1", "--arrival-rate", "1", "--jobs", "10000000000", "--json")
+    assert r.returncode == 2 and "must be at most 5e+09 task draws (got 1e+10)" in r.stderr
+    proc = subprocess.Popen([*CLI, "simulate", "-s", "1000000", "-k", "1000000", "--arrival-rate", "0.01",
+                             "--jobs", "1000", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stderr.readline()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert first.startswith("barrier-queues: this run draws 1e+09 task times; it takes a while")

@@ -371,6 +371,7 @@ def _simulate(args) -> dict:
     if args.force and not args.jobs_csv:
         raise ParameterError("--force must come with --jobs-csv (got --force alone): nothing else is written")
     system = _system(args, need_rate=not args.saturated)
+    _announce_long_run(system, args.jobs, args.replications)
     if args.jobs_csv:                                  # before a long run, not after it; never over an input
         check_new_file("--jobs-csv", args.jobs_csv, force=args.force, inputs=_input_files(args))
     if args.saturated:
@@ -390,6 +391,16 @@ def _simulate(args) -> dict:
     out["config"] = system.describe()
     out["seed"] = int(out["seed"]) if out.get("seed") is not None else args.seed   # the seed drawn if none given
     return out
+
+
+def _announce_long_run(system, jobs: int, replications: int) -> None:
+    """One line on stderr before a run of many task draws (it takes a while; the answer stays on stdout)."""
+    from .runs import MAX_DRAWS, NOTICE_DRAWS
+
+    draws = jobs * replications * system.mean_tasks * system.phases
+    if NOTICE_DRAWS < draws <= MAX_DRAWS:
+        print(f"barrier-queues: this run draws {draws:.2g} task times; it takes a while (Ctrl-C stops it)",
+              file=sys.stderr, flush=True)
 
 
 def _fmt(value, spec=".4f") -> str:

@@ -298,8 +298,11 @@ MAX_JOBS = 10**11
 #: the most jobs kept in memory per replication (keep_jobs) or traced
 MAX_KEPT_JOBS = 50_000_000
 MAX_TRACE_JOBS = 10_000
-#: the most task draws a run may need (jobs x replications x E[k] x phases): some hours of work
-MAX_DRAWS = 10**11
+#: the most task draws a run may need (jobs x replications x E[k] x phases): minutes of work at the kernels'
+#: speed (CHANGELOG); a larger study is several runs or a sweep
+MAX_DRAWS = 5 * 10**9
+#: a run of more task draws than this says so on the command line before it starts (it takes a while)
+NOTICE_DRAWS = 2 * 10**8
 
 
 def check_run(jobs, replications, warmup, keep_jobs=False, systems=(), saturated: bool = False):
@@ -313,7 +316,7 @@ def check_run(jobs, replications, warmup, keep_jobs=False, systems=(), saturated
         draws = jobs * replications * system.mean_tasks * system.phases
         if draws > MAX_DRAWS:
             raise ParameterError(f"jobs x replications x tasks x phases must be at most {MAX_DRAWS:.0e} task draws "
-                                 f"(got {draws:.3g}, some hours of work at least); lower jobs or replications")
+                                 f"(got {draws:.3g}): lower jobs or replications, or split the study into runs")
         scheduler_of(system).guard(system, jobs, saturated)
     if warmup is not None:
         warmup = check_int("warmup", warmup, low=0, high=jobs - 2, high_name=f"jobs - 2 = {jobs - 2}")
@@ -324,6 +327,6 @@ def check_run(jobs, replications, warmup, keep_jobs=False, systems=(), saturated
 
 
 
-__all__ = ["JOB_FIELDS", "MAX_DRAWS", "MAX_JOBS", "MAX_KEPT_JOBS", "MAX_TRACE_JOBS", "Replication", "Sink", "Task",
-           "check_run", "class_labels", "ensure_compiled", "finish_group", "run_inputs", "run_replication",
-           "run_replications"]
+__all__ = ["JOB_FIELDS", "MAX_DRAWS", "MAX_JOBS", "MAX_KEPT_JOBS", "MAX_TRACE_JOBS", "NOTICE_DRAWS", "Replication",
+           "Sink", "Task", "check_run", "class_labels", "ensure_compiled", "finish_group", "run_inputs",
+           "run_replication", "run_replications"]
