@@ -18,7 +18,10 @@ quantiles, ``stable``).
   written at once to ``points/<key>.json`` (atomically) and the folder's
   ``manifest.json`` fixes the run sizes, seed and library version (the
   grid is the latest one run); rerunning into the same folder, with the same
-  grid or a larger one, computes only the points not yet there, so an
+  grid or a larger one (in any order: the table follows the order asked
+  for, the point files are untouched), computes only the points not yet there
+  (a grid that leaves out a point of the folder is refused: its table would
+  lose that row), so an
   interrupted sweep loses at most the points in flight. A different seed,
   jobs, warm-up or library version is refused. ``results.partial.csv`` (or
   ``.parquet``) is refreshed as points finish; ``results.csv`` is written
@@ -466,6 +469,14 @@ def _open_folder(out, manifest: dict) -> tuple[Path, int]:
             raise ParameterError(f"out folder {str(folder)!r} holds a different sweep (its {', '.join(diff)} "
                                  "differ); rerun it with the same seed, jobs, warm-up, precision target and library "
                                  "version to resume or extend it, or choose another folder")
+        if isinstance(old.get("grid"), list) and isinstance(manifest.get("grid"), list):
+            kept = {point_key(p) for p in manifest["grid"] if isinstance(p, dict)}
+            dropped = [p for p in old["grid"] if isinstance(p, dict) and point_key(p) not in kept]
+            if dropped:
+                raise ParameterError(f"out folder {str(folder)!r} holds a sweep of {len(old['grid'])} points, "
+                                     f"{len(dropped)} of them not in this grid (for example {_describe(dropped[0])}):"
+                                     " a folder's grid may grow or be reordered, never lose points (its table would "
+                                     "lose their rows); give those values again, or choose another folder")
         _write_manifest(folder, {**mine, "seed": old["seed"]})
         return folder, int(old["seed"])
     if folder.exists() and (not folder.is_dir() or any(p.name != LOCK for p in folder.iterdir())):
