@@ -418,3 +418,17 @@ def test_a_grid_that_would_drop_points_of_the_folder_is_refused_and_nothing_chan
     assert r.returncode == 2 and "never lose points" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     regrown = sweep({"servers": 8, "tasks": [4, 2, 8], "utilization": 0.3}, out, jobs=1000, seed=1, workers=1)
     assert regrown.tasks.tolist() == [4, 2, 8]
+
+
+def test_a_torn_point_file_or_table_is_repaired_by_the_next_run(tmp_path):
+    """A point file cut in half (a crash mid-write outside the atomic rename, a full disk) is computed again,
+    to the same numbers, and a cut table is written whole again."""
+    out = tmp_path / "s"
+    first = sweep({"servers": 8, "tasks": [2, 4], "utilization": 0.3}, out, jobs=2000, seed=1, workers=1)
+    point = sorted((out / "points").glob("*.json"))[0]
+    point.write_bytes(point.read_bytes()[:100])
+    (out / "results.csv").write_bytes((out / "results.csv").read_bytes()[:50])
+    again = sweep({"servers": 8, "tasks": [2, 4], "utilization": 0.3}, out, jobs=2000, seed=1, workers=1)
+    pd.testing.assert_frame_equal(again, first)
+    sweep({"servers": 8, "tasks": [2, 4], "utilization": 0.3}, tmp_path / "fresh", jobs=2000, seed=1, workers=1)
+    assert (out / "results.csv").read_bytes() == (tmp_path / "fresh" / "results.csv").read_bytes()

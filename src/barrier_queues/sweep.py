@@ -510,7 +510,8 @@ def _check_inputs(folder: Path, point: dict, stored: dict | None) -> None:
 def _finished(folder: Path | None, grid: list[dict], replications: int | None) -> tuple[dict, dict]:
     """The grid's points already in the folder (by key), as rows numbered by their place in this grid, and the
     points to grow, by place: their stored replications' file, when the first run of those had at most
-    ``replications``. Any other point run with other replications is computed again and its row replaced."""
+    ``replications``. Any other point run with other replications is computed again and its row replaced; so
+    is a point whose row file is torn or missing (its stored replications keep only what growing needs)."""
     if folder is None:
         return {}, {}
     for path in (folder / "points").glob(".*.tmp*"):
@@ -531,7 +532,7 @@ def _finished(folder: Path | None, grid: list[dict], replications: int | None) -
             _check_inputs(folder, point, stored.get("inputs"))
         if row is not None and (replications is None or row.get("replications") == replications):
             rows[i] = {"point": i, **row}          # None: run to a precision
-        elif replications is not None:
+        elif row is not None and replications is not None:   # (a torn or missing row: the point afresh)
             meta = _stored_meta(_point_path(folder, key, ".npz"))
             if meta is not None and meta["first_round"] <= replications:
                 grow[i] = str(_point_path(folder, key, ".npz"))
