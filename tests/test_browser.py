@@ -144,3 +144,21 @@ def test_every_page_loads_with_its_figures_and_links(site, browser):
     assert not broken, "broken links:\n" + "\n".join(broken[:30])
     assert checked > 50 and math_pages == len(MATH_PAGES)
     print(f"{len(pages)} pages, {checked} internal links checked, {len(external)} external links not fetched")
+
+
+@pytest.mark.slow
+def test_the_claims_page_is_short_and_its_filter_works(site, browser):
+    """The claims page scans at 1280 px: under 15,000 px tall, one line per claim; choosing a verdict shows only
+    the claims with it."""
+    from selenium.webdriver.support.ui import Select
+
+    html, base = site
+    browser.get(base + "book/claims.html")
+    WebDriverWait(browser, 30).until(lambda b: b.execute_script("return document.readyState") == "complete")
+    assert browser.execute_script("return document.documentElement.scrollHeight") < 15_000
+    total = browser.execute_script("return document.querySelectorAll('li[data-verdict]').length")
+    assert total > 40
+    Select(browser.find_element("id", "claims-verdict")).select_by_value("agrees")
+    shown = browser.execute_script("return Array.from(document.querySelectorAll('li[data-verdict]'))"
+                                   ".filter(li => li.style.display !== 'none').map(li => li.dataset.verdict)")
+    assert shown and set(shown) == {"agrees"} and len(shown) < total

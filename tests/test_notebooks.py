@@ -160,7 +160,7 @@ def test_the_committed_claims_page_lists_every_results_file():
     shown = " ".join(str(output.get("data", {}).get("text/html", "")) for cell in notebook.cells
                      if cell.cell_type == "code" for output in cell.get("outputs", []))
     provenance = [p for p in (ROOT / "results").glob("*.json") if not p.stem.startswith("claims-")]
-    listed = re.findall(r"<p>(\d+) rows × 9 columns</p>", shown)
+    listed = re.findall(r"<summary>(\d+) figures and tables", shown)
     assert listed == [str(len(provenance))], \
         f"re-execute book/claims.ipynb: it lists {listed} results files, results/ has {len(provenance)}"
 
