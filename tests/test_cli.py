@@ -571,20 +571,45 @@ def _spark_bench_commands() -> list[tuple[str, str]]:
     return list(kept.values())
 
 
+#: the printed spark-bench commands run two at a time (their tasks mostly sleep; each has its own local-cluster,
+#: ports and folders): the suite's wall time, not what a command does, is what this changes
+SPARK_BENCH_AT_ONCE = 2
+
+
+@pytest.fixture(scope="module")
+def spark_bench_runs(tmp_path_factory):
+    """Every printed spark-bench command in its shortest valid form (1 measured job, no warm-up job), run once for
+    the tests below: (argv, completed process) by (name, command)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = Path(__file__).resolve().parents[1]
+    base = tmp_path_factory.mktemp("spark-bench")
+
+    def one(item):
+        i, (name, command) = item
+        folder = base / f"command{i}"
+        folder.mkdir()
+        argv = _short_variant(command, folder)
+        argv = [str(min(int(a), SPARK_SHORT_JOBS)) if j and argv[j - 1] == "--jobs" else a
+                for j, a in enumerate(argv)]
+        done = subprocess.run([*CLI, *argv, "--warmup-jobs", "0", "--time-limit", "500", "--json"],
+                              capture_output=True, text=True, timeout=900, cwd=root)
+        return (name, command), (argv, done)
+
+    with ThreadPoolExecutor(SPARK_BENCH_AT_ONCE) as pool:
+        return dict(pool.map(one, enumerate(_spark_bench_commands())))
+
+
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.parametrize("name,command", _spark_bench_commands(), ids=lambda v: v if len(v) < 40 else v[:40])
-def test_every_spark_bench_command_shown_in_the_docs_runs(name, command, tmp_path):
+def test_every_spark_bench_command_shown_in_the_docs_runs(name, command, spark_bench_runs):
     """Each printed spark-bench command runs as printed on a real Spark (local-cluster) and completes its run
     folder (and its archive when it asks for one), in its shortest valid form: 1 measured job, no warm-up job
     (about 40 s each here, most of it the local-cluster's start; 3 jobs after a warm-up took about 80 s)."""
     from barrier_queues.spark_analysis import load_run
 
-    root = Path(__file__).resolve().parents[1]
-    argv = _short_variant(command, tmp_path)
-    argv = [str(min(int(a), SPARK_SHORT_JOBS)) if i and argv[i - 1] == "--jobs" else a for i, a in enumerate(argv)]
-    r = subprocess.run([*CLI, *argv, "--warmup-jobs", "0", "--time-limit", "500", "--json"], capture_output=True,
-                       text=True, timeout=900, cwd=root)
+    argv, r = spark_bench_runs[(name, command)]
     assert r.returncode == 0, f"{name}: barrier-queues {command}\n{r.stderr[-2000:]}"
     assert "Traceback" not in r.stderr
     meta = json.loads(r.stdout)
