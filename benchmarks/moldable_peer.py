@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from barrier_queues.statistics import t_interval
+
 CLI = ([script] if (script := shutil.which("barrier-queues", path=os.path.dirname(sys.executable)))
        else [sys.executable, "-m", "barrier_queues.cli"])
 #: (our name, our options, forkulator's queue spec, load rho = lambda k / s)
@@ -46,15 +48,6 @@ CASES = [
     ("patience (mean)", "--moldable patience --patience-wait mean", "tpa", 0.6),
     ("patience (height)", "--moldable patience --patience-wait height", "tpwha", 0.6),
 ]
-
-
-def t_interval(values):
-    from scipy import stats
-
-    n = len(values)
-    mean = statistics.fmean(values)
-    half = stats.t.ppf(0.975, n - 1) * statistics.stdev(values) / math.sqrt(n)
-    return mean, half
 
 
 def forkulator_run(directory: Path, spec: str, servers: int, tasks: int, rate: float, jobs: int, out: Path):
@@ -117,7 +110,8 @@ def main(argv=None) -> int:
             row = {"policy": name, "forkulator": spec, "load": rho, "arrival_rate": rate, "stable": summary["stable"]}
             agree = True
             for col, key in ((1, "waiting"), (0, "sojourn")):
-                fm, fh = t_interval([r[col] for r in theirs])
+                lo_f, hi_f = t_interval([r[col] for r in theirs])     # the project's 95 % t interval
+                fm, fh = (lo_f + hi_f) / 2, (hi_f - lo_f) / 2
                 om = summary[f"mean_{key}"]
                 lo, hi = summary["ci"][key] if summary["ci"].get(key) else (math.nan, math.nan)
                 oh = (hi - lo) / 2

@@ -131,3 +131,22 @@ def test_the_moldable_peer_benchmark_refuses_what_it_cannot_run(tmp_path):
     assert r.returncode == 2 and "exists" in r.stderr and taken.read_text() == "{}"
     r = _run("moldable_peer.py", "--forkulator", str(tmp_path / "fk"), "--runs", "1")
     assert r.returncode == 2 and "--runs must be at least 2" in r.stderr
+
+
+def test_the_readme_forkulator_table_is_the_recorded_run():
+    """The README's moldable table beside forkulator prints data/peers/forkulator_moldable.json, row for row, and
+    its verdict column follows from the numbers (means within the combined half-widths)."""
+    import json
+    import math
+
+    record = json.loads((ROOT / "data" / "peers" / "forkulator_moldable.json").read_text())
+    readme = (ROOT / "README.md").read_text()
+    for r in record["rows"]:
+        line = (f"| {r['policy']} | `{r['forkulator']}` | {r['load']:g} | {r['forkulator_sojourn']:.4g} ± "
+                f"{r['forkulator_sojourn_half']:.2g} | {r['ours_sojourn']:.4g} ± {r['ours_sojourn_half']:.2g} | "
+                f"{'yes' if r['agree'] else 'no'} |")
+        assert line in readme, line
+        for key in ("waiting", "sojourn"):
+            within = abs(r[f"forkulator_{key}"] - r[f"ours_{key}"]) <= math.hypot(r[f"forkulator_{key}_half"],
+                                                                               r[f"ours_{key}_half"])
+            assert within or not r["agree"]

@@ -395,9 +395,9 @@ def _simulate(args) -> dict:
 
 def _announce_long_run(system, jobs: int, replications: int) -> None:
     """One line on stderr before a run of many task draws (it takes a while; the answer stays on stdout)."""
-    from .runs import MAX_DRAWS, NOTICE_DRAWS
+    from .runs import MAX_DRAWS, NOTICE_DRAWS, run_draws
 
-    draws = jobs * replications * system.mean_tasks * system.phases
+    draws = run_draws(system, jobs, replications)
     if NOTICE_DRAWS < draws <= MAX_DRAWS:
         print(f"barrier-queues: this run draws {draws:.2g} task times; it takes a while (Ctrl-C stops it)",
               file=sys.stderr, flush=True)

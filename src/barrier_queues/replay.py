@@ -165,6 +165,28 @@ def _check_server_filling(k: np.ndarray, servers: int) -> None:
                              f"{servers} (got k = {bad[:5].tolist()}{' ...' if bad.size > 5 else ''})")
 
 
+def _as_workload(trace: Trace, jobs: pd.DataFrame, keep: np.ndarray) -> tuple[dict, dict]:
+    """The selected ``jobs`` (rows ``keep`` of the trace) as the simulator's inputs (a rigid job's k tasks each
+    its runtime), and the :class:`BarrierSystem` fields that describe them: their k's pmf, barrier share and
+    mean arrival rate (the scheduler reads the classes from it; the jobs are the trace's)."""
+    k = jobs.tasks.to_numpy(dtype=np.int64)
+    if trace.rigid:
+        times = np.repeat(jobs.runtime.to_numpy(dtype=float), k)
+        barrier = np.ones(len(k), dtype=bool)
+    else:
+        times = np.concatenate([trace.task_times[o:o + n] for o, n in zip(trace.task_offsets[keep], k,
+                                                                           strict=True)])
+        barrier = jobs.barrier.to_numpy(dtype=bool)
+    offsets = np.concatenate([[0], np.cumsum(k)[:-1]]).astype(np.int64)
+    values, counts = np.unique(k, return_counts=True)
+    span = float(jobs.submit.iat[-1] - jobs.submit.iat[0])
+    fields = {"tasks_pmf": {int(v): c / len(k) for v, c in zip(values, counts, strict=True)},
+              "barrier_fraction": float(barrier.mean()), "arrival_rate": (len(k) - 1) / span if span > 0 else 1.0}
+    inputs = {"arrival": np.ascontiguousarray(jobs.submit.to_numpy(dtype=float)), "tasks": k, "barrier": barrier,
+              "times": times, "offsets": offsets}
+    return inputs, fields
+
+
 def _per_task(trace: Trace, jobs: pd.DataFrame, keep: np.ndarray, servers: int, scheduling: str,
               estimates: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Jobs with their own task times, through the simulator's scheduler (1 barrier)."""
@@ -174,19 +196,10 @@ def _per_task(trace: Trace, jobs: pd.DataFrame, keep: np.ndarray, servers: int, 
     if estimates != "exact":
         raise ParameterError("estimates must be 'exact' for a trace with per-task times (got 'requested'): it "
                              "holds no requested times")
-    k = jobs.tasks.to_numpy(dtype=np.int64)
-    times = np.concatenate([trace.task_times[o:o + n] for o, n in zip(trace.task_offsets[keep], k, strict=True)])
-    offsets = np.concatenate([[0], np.cumsum(k)[:-1]]).astype(np.int64)
-    values, counts = np.unique(k, return_counts=True)
-    barrier = jobs.barrier.to_numpy(dtype=bool)
-    span = float(jobs.submit.iat[-1] - jobs.submit.iat[0])
-    system = BarrierSystem(servers=servers, tasks_pmf={int(v): c / len(k) for v, c in zip(values, counts,
-                                                                                         strict=True)},
-                           barrier_fraction=float(barrier.mean()), scheduling=scheduling,
-                           arrival_rate=(len(k) - 1) / span if span > 0 else 1.0)
-    out = run_inputs(system, {"arrival": jobs.submit.to_numpy(dtype=float), "tasks": k, "barrier": barrier,
-                              "times": times, "offsets": offsets})
-    work = np.add.reduceat(times, offsets) if len(times) else np.zeros(len(k))
+    inputs, fields = _as_workload(trace, jobs, keep)
+    out = run_inputs(BarrierSystem(servers=servers, scheduling=scheduling, **fields), inputs)
+    times, offsets = inputs["times"], inputs["offsets"]
+    work = np.add.reduceat(times, offsets) if len(times) else np.zeros(len(offsets))
     # a job's start is that of its last task (the paper's waiting time: until the last task starts)
     return np.asarray(out["start"], dtype=float), np.asarray(out["departure"], dtype=float), work
 
@@ -200,25 +213,11 @@ def failure_inputs(trace: Trace, jobs: pd.DataFrame, keep: np.ndarray, servers: 
     from .system import BarrierSystem
 
     seed = check_int("seed", seed, low=0, high=2**63 - 1, high_name="2^63 - 1")
-    k = jobs.tasks.to_numpy(dtype=np.int64)
-    if trace.rigid:
-        times = np.repeat(jobs.runtime.to_numpy(dtype=float), k)
-        barrier = np.ones(len(k), dtype=bool)
-    else:
-        times = np.concatenate([trace.task_times[o:o + n] for o, n in zip(trace.task_offsets[keep], k,
-                                                                           strict=True)])
-        barrier = jobs.barrier.to_numpy(dtype=bool)
-    offsets = np.concatenate([[0], np.cumsum(k)[:-1]]).astype(np.int64)
-    values, counts = np.unique(k, return_counts=True)
-    span = float(jobs.submit.iat[-1] - jobs.submit.iat[0])
-    system = BarrierSystem(servers=servers, tasks_pmf={int(v): c / len(k) for v, c in zip(values, counts,
-                                                                                         strict=True)},
-                           barrier_fraction=float(barrier.mean()), barriers=2 if trace.rigid else 1,
-                           scheduling=scheduling, arrival_rate=(len(k) - 1) / span if span > 0 else 1.0,
-                           task_dist=f"deterministic:value={float(times.mean())!r}", failure_rate=failure_rate,
-                           max_attempts=max_attempts, resubmit_delay=resubmit_delay, retry_work="identical")
-    inputs = {"arrival": np.ascontiguousarray(jobs.submit.to_numpy(dtype=float)), "tasks": k, "barrier": barrier,
-              "times": times, "offsets": offsets}
+    inputs, fields = _as_workload(trace, jobs, keep)
+    system = BarrierSystem(servers=servers, scheduling=scheduling, barriers=2 if trace.rigid else 1,
+                           task_dist=f"deterministic:value={float(inputs['times'].mean())!r}",
+                           failure_rate=failure_rate, max_attempts=max_attempts, resubmit_delay=resubmit_delay,
+                           retry_work="identical", **fields)
     return system, failures.attempts(system, inputs, np.random.default_rng(seed), raw=raw)
 
 

@@ -305,6 +305,11 @@ MAX_DRAWS = 5 * 10**9
 NOTICE_DRAWS = 2 * 10**8
 
 
+def run_draws(system, jobs: int, replications: int) -> float:
+    """The task draws a run needs: jobs x replications x E[k] x phases (what :data:`MAX_DRAWS` bounds)."""
+    return jobs * replications * system.mean_tasks * system.phases
+
+
 def check_run(jobs, replications, warmup, keep_jobs=False, systems=(), saturated: bool = False):
     """Run sizes checked before any work (jobs, replications, warm-up, total draws, each scheduler's guards)."""
     jobs = check_int("jobs", jobs, low=2, high=MAX_JOBS, high_name=f"{MAX_JOBS:.0e}")
@@ -313,7 +318,7 @@ def check_run(jobs, replications, warmup, keep_jobs=False, systems=(), saturated
         raise ParameterError(f"jobs must be at least {MIN_SATURATED_JOBS} per replication for a saturated run (got "
                              f"{jobs:,}): the start rate over fewer starts is no estimate of the stability limit")
     for system in systems:
-        draws = jobs * replications * system.mean_tasks * system.phases
+        draws = run_draws(system, jobs, replications)
         if draws > MAX_DRAWS:
             raise ParameterError(f"jobs x replications x tasks x phases must be at most {MAX_DRAWS:.0e} task draws "
                                  f"(got {draws:.3g}): lower jobs or replications, or split the study into runs")
@@ -328,5 +333,5 @@ def check_run(jobs, replications, warmup, keep_jobs=False, systems=(), saturated
 
 
 __all__ = ["JOB_FIELDS", "MAX_DRAWS", "MAX_JOBS", "MAX_KEPT_JOBS", "MAX_TRACE_JOBS", "NOTICE_DRAWS", "Replication",
-           "Sink", "Task", "check_run", "class_labels", "ensure_compiled", "finish_group", "run_inputs",
-           "run_replication", "run_replications"]
+           "Sink", "Task", "check_run", "class_labels", "ensure_compiled", "finish_group", "run_draws",
+           "run_inputs", "run_replication", "run_replications"]
