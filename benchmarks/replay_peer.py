@@ -39,7 +39,64 @@ from barrier_queues.traces import read_trace
 
 #: pyss scheduler -> (our discipline, our estimates)
 PAIRS = {"fcfs_scheduler": ("fcfs", "exact"), "perfect_easy_backfill_scheduler": ("backfill", "exact"),
-         "easy_backfill_scheduler": ("backfill", "requested")}
+         "easy_backfill_scheduler": ("backfill", "requested"), "list_scheduler": ("first-fit", "exact")}
+
+#: pyss has no list (first-fit) scheduler. This Python 2 driver, written for this comparison (it is ours, not
+#: pyss's), adds one on pyss's own machinery (its Scheduler base, CpuSnapshot, JobStartEvent and event loop) and
+#: then runs pyss's run_simulator.py exactly as its command line does. The rule is the one pyss's fcfs_scheduler
+#: applies to the queue's head, applied to every waiting job in submission order: a job starts when enough
+#: processors are free now.
+NATIVE = ("fcfs_scheduler", "perfect_easy_backfill_scheduler", "easy_backfill_scheduler")
+LIST_DRIVER = """\
+import sys, types
+sys.path.insert(0, sys.argv[1])
+sys.argv = [sys.argv[0]] + sys.argv[2:]
+import schedulers
+from schedulers.common import Scheduler, CpuSnapshot
+from base.prototype import JobStartEvent
+
+
+class ListScheduler(Scheduler):
+    def __init__(self, options):
+        super(ListScheduler, self).__init__(options)
+        self.cpu_snapshot = CpuSnapshot(self.num_processors, options["stats"])
+        self.waiting_queue_of_jobs = []
+
+    def new_events_on_job_submission(self, job, current_time):
+        self.cpu_snapshot.archive_old_slices(current_time)
+        self.waiting_queue_of_jobs.append(job)
+        return [JobStartEvent(current_time, j) for j in self._schedule_jobs(current_time)]
+
+    def new_events_on_job_termination(self, job, current_time):
+        self.cpu_snapshot.archive_old_slices(current_time)
+        self.cpu_snapshot.delTailofJobFromCpuSlices(job)
+        return [JobStartEvent(current_time, j) for j in self._schedule_jobs(current_time)]
+
+    def _schedule_jobs(self, current_time):
+        started, kept = [], []
+        for job in self.waiting_queue_of_jobs:
+            if self.cpu_snapshot.free_processors_available_at(current_time) >= job.num_required_processors:
+                self.cpu_snapshot.assignJob(job, current_time)
+                started.append(job)
+            else:
+                kept.append(job)
+        self.waiting_queue_of_jobs = kept
+        return started
+
+
+module = types.ModuleType("schedulers.list_scheduler")
+module.ListScheduler = ListScheduler
+sys.modules["schedulers.list_scheduler"] = module
+schedulers.list_scheduler = module
+import run_simulator
+from base.docopt import docopt
+arguments = docopt(run_simulator.__doc__, version="1.0.0rc2")
+config = {}
+execfile(arguments["<config_file>"], config)
+config["input_file"] = arguments["<swf_file>"]
+config["output_swf"] = arguments["<output_file>"]
+run_simulator.parse_and_run_simulator(config)
+"""
 
 
 def event_by_event(submit, k, run, pred, servers, discipline):
@@ -77,8 +134,14 @@ def run_pyss(pyss: Path, python2: str, swf: Path, scheduler: str, folder: Path) 
     config.write_text(f'scheduler = {{"name": "{scheduler}", "predictor": {{"name": None}}, '
                       '"corrector": {"name": None}}\nnum_processors = None\nstats = False\n')
     out = folder / f"pyss-{scheduler}.swf"
+    if scheduler in NATIVE:
+        command = [python2, "run_simulator.py"]
+    else:
+        driver = folder / "list_driver.py"
+        driver.write_text(LIST_DRIVER)
+        command = [python2, str(driver), str(pyss)]
     t0 = time.perf_counter()
-    subprocess.run([python2, "run_simulator.py", str(swf), str(config), str(out)], cwd=pyss, check=True,
+    subprocess.run([*command, str(swf), str(config), str(out)], cwd=pyss, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seconds = time.perf_counter() - t0
     rows = np.loadtxt(out, comments=";", ndmin=2)
@@ -105,6 +168,26 @@ def compare(log: Path, pyss: Path, python2: str, pairs: dict) -> list[dict]:
             shutil.copyfileobj(src, dst)
         trace = read_trace(swf)
         jobs = trace.jobs
+        lines = swf.read_text().splitlines(keepends=True)
+        body = [line.split() for line in lines if line.strip() and not line.lstrip().startswith(";")]
+        filled = all(int(float(f[8])) <= 0 for f in body)
+        if trace.skipped or filled:
+            # Both simulators get the same jobs and the same runtimes. pyss keeps the jobs the format marks
+            # unusable (a runtime of 0 still holds its place in the queue): the lines our reader skips are left
+            # out. pyss caps a job's runtime at its requested time (field 9), and raises it to 1 s when that is
+            # -1: in a log with no requested times it would run every job for 1 s, so field 9 is set to the
+            # runtime (our exact runs read the runtime only).
+            kept = set(jobs.job_id.tolist())
+            out = []
+            for line in lines:
+                f = line.split()
+                if not f or line.lstrip().startswith(";"):
+                    out.append(line)
+                elif int(f[0]) in kept:
+                    if filled:
+                        f[8] = f[3]
+                    out.append(" ".join(f) + "\n")
+            swf.write_text("".join(out))
         for scheduler, (discipline, estimates) in pairs.items():
             peer_s, peer = run_pyss(pyss, python2, swf, scheduler, folder)
             ours_s, ours = run_ours(swf, discipline, estimates, folder)
@@ -118,7 +201,8 @@ def compare(log: Path, pyss: Path, python2: str, pairs: dict) -> list[dict]:
                     discipline).tolist(), strict=True))
                 explained = sum(alt[i] == peer[i] for i in differ)
             row = {"log": log.name, "pyss": scheduler, "ours": f"{discipline} ({estimates})",
-                   "jobs": len(ids), "same_start": len(ids) - len(differ),
+                   "removed_from_both": dict(trace.skipped),
+                   "requested_set_to_runtime": filled, "jobs": len(ids), "same_start": len(ids) - len(differ),
                    "explained_by_event_order": explained, "unexplained": len(differ) - explained,
                    "unexplained_jobs": differ[:20] if len(differ) > explained else [],
                    "pyss_seconds": round(peer_s, 2), "ours_seconds": round(ours_s, 3),
@@ -142,7 +226,7 @@ def main() -> int:
                         help="the logs' folder (default: BARRIER_QUEUES_TRACES)")
     parser.add_argument("--logs", nargs="+", default=["KTH-SP2"])
     parser.add_argument("--schedulers", nargs="+", default=list(PAIRS), choices=list(PAIRS),
-                        help="pyss schedulers to compare (default: all three)")
+                        help="pyss schedulers to compare (default: all four; list_scheduler is the driver above)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--commit", default=None, help="pyss's commit, when --pyss is not a git checkout")
     parser.add_argument("--force", action="store_true")

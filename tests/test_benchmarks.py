@@ -150,3 +150,15 @@ def test_the_readme_forkulator_table_is_the_recorded_run():
             within = abs(r[f"forkulator_{key}"] - r[f"ours_{key}"]) <= math.hypot(r[f"forkulator_{key}_half"],
                                                                                r[f"ours_{key}_half"])
             assert within or not r["agree"]
+
+
+def test_the_moldable_ctmc_peer_benchmark_refuses_what_it_cannot_run(tmp_path):
+    """Without a forkulator checkout holding the approximation's script, one line and exit 2; an --out that
+    exists is refused without --force and left as it was."""
+    missing = _run("moldable_ctmc_peer.py", "--forkulator", str(tmp_path))
+    assert missing.returncode == 2 and "has no python/takehalf-transitions-Hl-sparse.py" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    taken = tmp_path / "out.json"
+    taken.write_text("{}")
+    r = _run("moldable_ctmc_peer.py", "--forkulator", str(tmp_path), "--out", str(taken))
+    assert r.returncode == 2 and "exists" in r.stderr and taken.read_text() == "{}"

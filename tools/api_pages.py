@@ -28,7 +28,8 @@ INDEX = ROOT / "book" / "reference" / "api.md"
 #: the groups of the index, in order; a module not named here is refused (say where it belongs)
 GROUPS = {
     "Describing a system": ["system", "distributions", "workload", "load"],
-    "Exact results": ["stability", "order_stats", "ctmc", "multiserver", "bounds", "release", "phases", "overhead"],
+    "Exact results": ["stability", "order_stats", "ctmc", "multiserver", "bounds", "release", "phases", "overhead",
+                      "moldable_ctmc"],
     "Simulation": ["simulate", "precision", "sweep", "planning", "saturated", "statistics", "failures", "moldable"],
     "The model's axes": ["rules", "reference", "schedulers", "schedulers.base", "schedulers.central",
                          "schedulers.sampling", "schedulers.waitlist", "schedulers.waitlist_reference", "inputs",

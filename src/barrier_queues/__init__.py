@@ -60,10 +60,11 @@ _EXPORTS = {
     "bounds": ["bound"],
     "planning": ["plan"],
 }
-_MODULES = ("backends", "bounds", "cli", "ctmc", "distributions", "eventlog", "figures", "inputs", "kernels", "load",
-            "order_stats", "outputs", "overhead", "phases", "planning", "precision", "reference", "release",
-            "replay", "results", "rules", "runs", "saturated", "schedulers", "simulate", "spark_analysis",
-            "spark_bench", "stability", "statistics", "sweep", "system", "traces")
+_MODULES = ("backends", "bounds", "cli", "ctmc", "distributions", "eventlog", "failures", "figures", "inputs",
+            "kernels", "load", "moldable", "moldable_ctmc", "order_stats", "outputs", "overhead", "phases",
+            "planning", "precision", "reference", "release", "replay", "results", "rules", "runs", "saturated",
+            "schedulers", "simulate", "spark_analysis", "spark_bench", "stability", "statistics", "sweep", "system",
+            "traces")
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 
