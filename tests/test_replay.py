@@ -229,6 +229,76 @@ def test_a_trace_as_the_workload_of_a_grid(tmp_path):
                                                                 (12, "first-fit")]
 
 
+
+def _random_swf(path, n=200, seed=3):
+    rng = np.random.default_rng(seed)
+    lines, t = ["; MaxProcs: 16"], 0
+    for j in range(1, n + 1):
+        t += int(rng.integers(0, 40))
+        run, k = int(rng.integers(1, 300)), int(rng.integers(1, 17))
+        lines.append(f"{j} {t} 0 {run} {k} -1 -1 {k} {run * 2} -1 1 1 1 -1 -1 -1 -1 -1")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_trace_as_the_workload_of_a_sweep_folder(tmp_path, monkeypatch):
+    """sweep --trace: the folder's table is replay_grid's rows; a rerun with more values replays only the new
+    points; another trace content, a grid losing points, a folder of a simulated sweep and options that do not
+    apply to a trace are refused in one line (exit 2), leaving the folder as it was."""
+    import barrier_queues.replay as replay_module
+    from barrier_queues.replay import replay_grid
+    from barrier_queues.sweep import trace_sweep
+
+    log = tmp_path / "t.swf"
+    _random_swf(log)
+    out = tmp_path / "sweep"
+    first = trace_sweep(log, {"scheduling": ["fcfs", "first-fit", "backfill"], "load_scale": [1.0, 1.5]}, out)
+    grid = replay_grid(read_trace(log), {"scheduling": ["fcfs", "first-fit", "backfill"], "load_scale": [1.0, 1.5]})
+    pd.testing.assert_frame_equal(first.drop(columns="point"), grid.drop(columns="point"), check_dtype=False)
+    on_disk = pd.read_csv(out / "results.csv")
+    assert on_disk.mean_bounded_slowdown.tolist() == first.mean_bounded_slowdown.tolist()
+    calls = []
+    real = replay_module.replay_grid
+    monkeypatch.setattr(replay_module, "replay_grid", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    grown = trace_sweep(log, {"servers": [16, 20], "scheduling": ["fcfs", "first-fit", "backfill"],
+                              "load_scale": [1.0, 1.5]}, out)
+    assert len(grown) == 12 and len(calls) == 6 and all(c["servers"] == 20 for c in calls)
+    assert grown[grown.servers == 16].mean_waiting.tolist() == first.mean_waiting.tolist()
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    cli = [sys.executable, "-m", "barrier_queues.cli", "sweep"]
+    refusals = [
+        (["--trace", str(log), "--scheduling", "fcfs", "--out", str(out)], "not in this grid"),
+        (["--trace", str(log), "--servers", "16,20", "--scheduling", "fcfs,first-fit,backfill", "--load-scale",
+          "1,1.5", "--bsld-tau", "60", "--out", str(out)], "bsld_tau differ"),
+        (["--trace", str(log), "--jobs", "5", "--out", str(tmp_path / "new")], "--jobs must not be given"),
+        (["--trace", str(log), "--tasks", "4", "--out", str(tmp_path / "new")], "tasks must not be given"),
+        (["-s", "4", "-k", "2", "--utilization", "0.5", "--load-scale", "2", "--out", str(tmp_path / "new")],
+         "--load-scale must come with --trace"),
+    ]
+    for args, message in refusals:
+        r = subprocess.run(cli + args, capture_output=True, text=True)
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+    changed = tmp_path / "t2.swf"
+    _random_swf(changed, seed=4)
+    with pytest.raises(bq.ParameterError, match="trace_md5 differ"):
+        trace_sweep(changed, {"servers": [16, 20]}, out)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert not (tmp_path / "new").exists()
+    r = subprocess.run(cli + ["--trace", str(log), "--scheduling", "fcfs,backfill", "--json", "--out",
+                              str(tmp_path / "j")], capture_output=True, text=True, check=True)
+    rows = json.loads(r.stdout)["rows"]
+    assert [x["scheduling"] for x in rows] == ["fcfs", "backfill"] and rows[1]["servers"] == 16
+
+
+def test_a_simulated_sweep_lists_disciplines(tmp_path):
+    """--scheduling takes a comma-separated list in a sweep of simulated systems too: one point each."""
+    r = subprocess.run([sys.executable, "-m", "barrier_queues.cli", "sweep", "-s", "8", "--tasks-pmf",
+                        "2:0.5,6:0.5", "--utilization", "0.5", "--scheduling", "fcfs,first-fit", "--jobs", "3000",
+                        "--seed", "1", "--json", "--out", str(tmp_path / "s")], capture_output=True, text=True,
+                       check=True)
+    rows = json.loads(r.stdout)["rows"]
+    assert [x["scheduling"] for x in rows] == ["fcfs", "first-fit"]
+    assert rows[0]["mean_waiting"] != rows[1]["mean_waiting"]
+
 # --------------------------------------------------------------------------------------------------
 # failures on a trace's jobs (Appendix B, section 5 on section 7's jobs)
 

@@ -213,16 +213,21 @@ def _choice(name, choices):
     return parse
 
 
+#: choice options a sweep may list (their values hold no comma)
+LISTED_CHOICES = ("scheduling",)
+
+
 def _add_system_options(p, names=None, lists: bool = False, required=()):
     short, numeric = _short_flags(), _numeric()
     for option, (dest, parse, help_) in _system_options().items():
         if names is not None and option not in names:
             continue
-        if lists and dest in numeric:
+        listed = lists and (dest in numeric or dest in LISTED_CHOICES)
+        if listed:
             parse = _list(parse)
         flags = [option] + ([short[option]] if option in short else [])
         p.add_argument(*flags, dest=dest, type=parse, default=None, required=option in required,
-                       help=help_ + (" (a comma-separated list sweeps it)" if lists and dest in numeric else ""))
+                       help=help_ + (" (a comma-separated list sweeps it)" if listed else ""))
 
 
 def _system_kwargs(args, names=None) -> dict:
@@ -566,6 +571,13 @@ def _sweep(args) -> dict:
     from .backends import resolve
     from .sweep import grid_from_options, sweep
 
+    if args.trace is not None:
+        return _trace_sweep(args)
+    for flag, value in (("--estimates", args.estimates), ("--load-scale", args.load_scale),
+                        ("--bsld-tau", args.bsld_tau), ("--trim", args.trim or None)):
+        if value is not None:
+            raise ParameterError(f"{flag} must come with --trace (got {flag} without a trace): it sets how a "
+                                 "trace is replayed")
     where = resolve(args.backend, args.master)            # (the SWEEP_BACKEND setting, checked, when not given)
 
     options = {dest: getattr(args, dest) for _, (dest, _, _) in _system_options().items()
@@ -581,10 +593,45 @@ def _sweep(args) -> dict:
             "rows": table.to_dict(orient="records") if args.json else None, "_table": table}
 
 
+#: the sweep options a trace sweep takes (the trace sets everything else)
+TRACE_SWEEP_OPTIONS = ("servers", "scheduling", "failure_rate", "max_attempts", "resubmit_delay")
+
+
+def _trace_sweep(args) -> dict:
+    from .sweep import trace_sweep
+
+    given = [dest for _, (dest, _, _) in _system_options().items()
+             if getattr(args, dest) is not None and dest not in TRACE_SWEEP_OPTIONS]
+    given += [flag for flag, value, default in (("--jobs", args.jobs, 100_000), ("--replications", args.replications,
+                                                                                 1),
+                                                ("--warmup", args.warmup, None), ("--workers", args.workers, None),
+                                                ("--allow-unstable", args.allow_unstable, False),
+                                                ("--precision", args.precision, None),
+                                                ("--precision-abs", args.precision_abs, None),
+                                                ("--budget", args.budget, None), ("--backend", args.backend, None),
+                                                ("--master", args.master, None)) if value != default]
+    if given:
+        raise ParameterError(f"--trace takes its workload from the trace: {', '.join(given)} must not be given with "
+                             "it (a trace sweep varies --servers, --scheduling, --estimates and --load-scale)")
+    failures = {}
+    for name in ("failure_rate", "max_attempts", "resubmit_delay"):
+        value = getattr(args, name)
+        if value is not None and len(value) > 1:
+            raise ParameterError(f"--{name.replace('_', '-')} must be one value with --trace (got {value})")
+        failures[name] = None if value is None else value[0]
+    grid = {"servers": args.servers, "scheduling": args.scheduling, "estimates": args.estimates,
+            "load_scale": args.load_scale}
+    table = trace_sweep(args.trace, {k: v for k, v in grid.items() if v is not None}, args.out, fmt=args.format,
+                        tau=args.bsld_tau, trim=args.trim, seed=args.seed or 0, **failures)
+    return {"out": args.out, "points": int(len(table)), "backend": "local",
+            "rows": table.to_dict(orient="records") if args.json else None, "_table": table}
+
+
 def _print_sweep(out: dict) -> None:
     table = out["_table"]
-    cols = [c for c in ("point", "servers", "tasks", "arrival_rate", "utilization", "mean_waiting", "mean_sojourn",
-                        "sojourn_q0.99", "stable") if c in table.columns]
+    cols = [c for c in ("point", "servers", "tasks", "scheduling", "estimates", "load_scale", "arrival_rate",
+                        "utilization", "mean_waiting", "mean_sojourn", "mean_bounded_slowdown", "sojourn_q0.99",
+                        "stable") if c in table.columns]
     print(table[cols].to_string(index=False))
     print(f"{out['points']} points in {out['out']} ({out['backend']} backend)")
 
@@ -819,6 +866,16 @@ def _add_sweep(sub) -> None:
                     help="where the points run (default: the SWEEP_BACKEND setting, else local)")
     sw.add_argument("--master", default=None, help="Spark master with --backend spark: local[N], "
                                                    "local-cluster[N,1,MB] or spark://host:port")
+    sw.add_argument("--trace", default=None,
+                    help="a trace as the workload (SWF, CSV or Spark event log, as replay reads it): one replay per "
+                         "combination of --servers, --scheduling, --estimates and --load-scale")
+    sw.add_argument("--estimates", type=_list(_choice("estimates", ("exact", "requested"))), default=None,
+                    help="with --trace: EASY's runtime predictions, exact or requested (a list sweeps it)")
+    sw.add_argument("--load-scale", type=_list(_float("load-scale", 1e-3, 1e3)), default=None,
+                    help="with --trace: compress submissions by this factor (a list sweeps it)")
+    sw.add_argument("--bsld-tau", type=_float("bsld-tau", 0, 1e9, open_low=True), default=None,
+                    help="with --trace: bounded slowdown's threshold (default 10 s)")
+    sw.add_argument("--trim", action="store_true", help="with --trace: the Tsafrir 2007 trimming")
     sw.add_argument("--json", action="store_true")
     sw.set_defaults(run=_sweep, show=_print_sweep)
 

@@ -687,5 +687,112 @@ def _run_local(todo, workers, show, folder, fmt, rows, last_write) -> dict:
     return new
 
 
-__all__ = ["FIELDS", "check_grid", "grid_from_options", "point_key", "point_row", "point_seed", "point_system",
-           "grow_replications", "run_point", "sweep"]
+
+# --------------------------------------------------------------------------------------------------
+# a trace as the workload of a sweep
+
+def _content_digest(path: Path) -> str:
+    """md5 of a file's bytes, or of a folder's files (names and bytes, in name order: a Spark event log folder)."""
+    import hashlib
+
+    h = hashlib.md5()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for f in files:
+        if path.is_dir():
+            h.update(str(f.relative_to(path)).encode() + b"\0")
+        with open(f, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def trace_sweep(trace_path, grid: dict, out, fmt: str = "csv", tau: float | None = None, trim: bool = False,
+                width: str = "requested", **failures):
+    """A trace as the workload of a sweep: one replay per combination of ``grid``'s values (``servers``,
+    ``scheduling``, ``estimates``, ``load_scale``; :func:`barrier_queues.replay.replay_grid`'s rows), written to
+    the folder ``out`` as ``results.<fmt>`` beside a ``manifest.json`` that names the trace by its content (md5),
+    the settings (``tau``, ``trim``, ``width``, ``failures``) and the grid's points.
+
+    A replay is deterministic, so a point is never computed twice: rerun with more values to extend the
+    folder (only the new points are replayed). Refused: a folder of another trace content or other settings,
+    a grid that leaves out the folder's points, a folder holding other files. Returns the table."""
+    import pandas as pd
+
+    from ._version import __version__
+    from .replay import BSLD_TAU, GRID_OPTIONS, replay_grid
+    from .traces import read_trace
+
+    check_choice("format", fmt, ("csv", "parquet"))
+    tau = BSLD_TAU if tau is None else tau
+    path = Path(trace_path)
+    if not path.exists():
+        raise ParameterError(f"trace must be an existing file or folder (got {str(trace_path)!r})")
+    unknown = sorted(set(grid) - set(GRID_OPTIONS))
+    if unknown:
+        raise ParameterError(f"grid options must be among {', '.join(GRID_OPTIONS)} (got unknown {unknown})")
+    trace = read_trace(path, width=width)
+    defaults = {"servers": trace.servers, "scheduling": "fcfs", "estimates": "exact", "load_scale": 1.0}
+    values = {}
+    for name in GRID_OPTIONS:
+        v = grid.get(name)
+        v = [defaults[name]] if v is None else list(v) if isinstance(v, list | tuple) else [v]
+        v = [defaults[name] if x is None else x for x in v]
+        if not v or len(set(map(str, v))) < len(v):
+            raise ParameterError(f"grid option {name} must list distinct values (got {v})")
+        values[name] = v
+    points = [dict(zip(GRID_OPTIONS, combo, strict=True)) for combo in itertools.product(*values.values())]
+    keys = [json.dumps(_canonical(p), sort_keys=True) for p in points]
+    manifest = {"kind": "trace", "trace": str(path), "trace_md5": _content_digest(path), "bsld_tau": float(tau),
+                "trim": bool(trim), "width": width,
+                "failures": ({k: v for k, v in failures.items() if v is not None}     # the seed only with failures
+                             if failures.get("failure_rate") is not None else {}),
+                "version": __version__}
+    folder = check_folder_path("out", out)
+    lock = _take_lock(folder)
+    try:
+        stored = {}
+        man = folder / "manifest.json"
+        if man.exists():
+            try:
+                old = json.loads(man.read_text())
+            except (OSError, ValueError):
+                raise ParameterError(f"out folder {str(folder)!r} has an unreadable manifest.json; choose another "
+                                     "folder") from None
+            if old.get("kind") != "trace":
+                raise ParameterError(f"out folder {str(folder)!r} holds a sweep of simulated systems, not of a "
+                                     "trace; choose another folder")
+            diff = sorted(k for k in manifest if k != "trace" and old.get(k) != manifest[k])
+            if diff:
+                raise ParameterError(f"out folder {str(folder)!r} holds a sweep of another trace or settings (its "
+                                     f"{', '.join(diff)} differ); rerun it with the same trace content and settings"
+                                     ", or choose another folder")
+            dropped = [p for p in old.get("points", []) if json.dumps(_canonical(p), sort_keys=True) not in keys]
+            if dropped:
+                raise ParameterError(f"out folder {str(folder)!r} holds {len(old.get('points', []))} points, "
+                                     f"{len(dropped)} of them not in this grid (for example {dropped[0]}): give "
+                                     "those values again, or choose another folder")
+            table_path = folder / f"results.{old.get('format', 'csv')}"
+            if table_path.exists():
+                done = (pd.read_csv(table_path) if table_path.suffix == ".csv" else pd.read_parquet(table_path))
+                for _, row in done.iterrows():
+                    p = {n: row[n] for n in GRID_OPTIONS}
+                    p["servers"], p["load_scale"] = int(p["servers"]), float(p["load_scale"])
+                    stored[json.dumps(_canonical(p), sort_keys=True)] = row.to_dict()
+        elif folder.exists() and any(p.name != LOCK for p in folder.iterdir()):
+            raise ParameterError(f"out must be a new or empty folder, or one of this trace sweep's earlier runs "
+                                 f"({str(folder)!r} holds other files); choose another folder")
+        rows = []
+        for i, (point, key) in enumerate(zip(points, keys, strict=True)):
+            row = stored.get(key)
+            if row is None:
+                row = replay_grid(trace, point, tau=tau, trim=trim, **failures).iloc[0].to_dict()
+            rows.append({**row, "point": i})
+        table = pd.DataFrame(rows)
+        _write_table(table, folder, fmt)
+        _write_manifest(folder, {**manifest, "format": fmt, "points": points})
+        return table
+    finally:
+        _release_lock(lock)
+
+__all__ = ["FIELDS", "check_grid", "grid_from_options", "grow_replications", "point_key", "point_row", "point_seed",
+           "point_system", "run_point", "sweep", "trace_sweep"]
