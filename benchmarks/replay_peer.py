@@ -13,7 +13,11 @@ by that order alone.
 
 Prints a markdown table; ``--out FILE`` also writes the record (refused if the file exists, unless ``--force``).
 
-Usage: python benchmarks/replay_peer.py --pyss PATH [--python2 PY] [--logs KTH-SP2 LANL-CM5] [--out FILE]
+A pyss run stopped at ``--pyss-timeout`` (or an output it wrote, given with ``--pyss-output``) is compared on the
+jobs it had finished: pyss writes a job when it ends, so their start times are final.
+
+Usage: python benchmarks/replay_peer.py --pyss PATH [--python2 PY] [--logs KTH-SP2 LANL-CM5] [--pyss-timeout S]
+       [--pyss-output SCHEDULER=FILE ...] [--out FILE]
 """
 
 from __future__ import annotations
@@ -129,7 +133,21 @@ def event_by_event(submit, k, run, pred, servers, discipline):
     return np.array(start)
 
 
-def run_pyss(pyss: Path, python2: str, swf: Path, scheduler: str, folder: Path) -> tuple[float, dict]:
+def _read_pyss(out: Path) -> dict:
+    """Job id -> start time from pyss's output SWF (submit + wait); a line cut by a stopped run is left out."""
+    starts = {}
+    for line in out.read_text().splitlines(keepends=True):
+        f = line.split()
+        if line.startswith(";") or len(f) < 18 or not line.endswith("\n"):
+            continue
+        starts[int(f[0])] = float(f[1]) + float(f[2])
+    return starts
+
+
+def run_pyss(pyss: Path, python2: str, swf: Path, scheduler: str, folder: Path,
+             timeout: float | None = None) -> tuple[float | None, dict, bool]:
+    """pyss's start times on ``swf``, its whole-process seconds, and whether it finished: a run stopped at
+    ``timeout`` gives the jobs it had finished (pyss writes a job when it ends, so their starts are final)."""
     config = folder / f"{scheduler}.py"
     config.write_text(f'scheduler = {{"name": "{scheduler}", "predictor": {{"name": None}}, '
                       '"corrector": {"name": None}}\nnum_processors = None\nstats = False\n')
@@ -141,11 +159,12 @@ def run_pyss(pyss: Path, python2: str, swf: Path, scheduler: str, folder: Path) 
         driver.write_text(LIST_DRIVER)
         command = [python2, str(driver), str(pyss)]
     t0 = time.perf_counter()
-    subprocess.run([*command, str(swf), str(config), str(out)], cwd=pyss, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    seconds = time.perf_counter() - t0
-    rows = np.loadtxt(out, comments=";", ndmin=2)
-    return seconds, dict(zip(rows[:, 0].astype(int).tolist(), (rows[:, 1] + rows[:, 2]).tolist(), strict=True))
+    try:
+        subprocess.run([*command, str(swf), str(config), str(out)], cwd=pyss, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, _read_pyss(out), False
+    return time.perf_counter() - t0, _read_pyss(out), True
 
 
 def run_ours(swf: Path, discipline: str, estimates: str, folder: Path) -> tuple[float, dict]:
@@ -159,7 +178,9 @@ def run_ours(swf: Path, discipline: str, estimates: str, folder: Path) -> tuple[
     return seconds, dict(zip(rows[:, 0].astype(int).tolist(), rows[:, 2].tolist(), strict=True))
 
 
-def compare(log: Path, pyss: Path, python2: str, pairs: dict) -> list[dict]:
+def compare(log: Path, pyss: Path, python2: str, pairs: dict, timeout: float | None = None,
+            outputs: dict | None = None) -> list[dict]:
+    outputs = outputs or {}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -189,7 +210,10 @@ def compare(log: Path, pyss: Path, python2: str, pairs: dict) -> list[dict]:
                     out.append(" ".join(f) + "\n")
             swf.write_text("".join(out))
         for scheduler, (discipline, estimates) in pairs.items():
-            peer_s, peer = run_pyss(pyss, python2, swf, scheduler, folder)
+            if scheduler in outputs:                  # a pyss output the user made: no timing
+                peer_s, peer, complete = None, _read_pyss(outputs[scheduler]), None
+            else:
+                peer_s, peer, complete = run_pyss(pyss, python2, swf, scheduler, folder, timeout)
             ours_s, ours = run_ours(swf, discipline, estimates, folder)
             ids = sorted(peer)
             differ = [i for i in ids if ours.get(i) != peer[i]]
@@ -205,8 +229,9 @@ def compare(log: Path, pyss: Path, python2: str, pairs: dict) -> list[dict]:
                    "requested_set_to_runtime": filled, "jobs": len(ids), "same_start": len(ids) - len(differ),
                    "explained_by_event_order": explained, "unexplained": len(differ) - explained,
                    "unexplained_jobs": differ[:20] if len(differ) > explained else [],
-                   "pyss_seconds": round(peer_s, 2), "ours_seconds": round(ours_s, 3),
-                   "speedup": round(peer_s / ours_s, 1)}
+                   "pyss_finished": complete,
+                   "pyss_seconds": None if peer_s is None else round(peer_s, 2), "ours_seconds": round(ours_s, 3),
+                   "speedup": None if peer_s is None else round(peer_s / ours_s, 1)}
             rows.append(row)
             print_row(row)
     return rows
@@ -214,8 +239,8 @@ def compare(log: Path, pyss: Path, python2: str, pairs: dict) -> list[dict]:
 
 def print_row(r: dict) -> None:
     print(f"| {r['log']} | {r['pyss']} | {r['ours']} | {r['jobs']:,} | {r['same_start']:,} | "
-          f"{r['explained_by_event_order']:,} | {r['unexplained']:,} | {r['pyss_seconds']} | {r['ours_seconds']} | "
-          f"{r['speedup']}x |", flush=True)
+          f"{r['explained_by_event_order']:,} | {r['unexplained']:,} | {r['pyss_seconds'] or '-'} | "
+          f"{r['ours_seconds']} | {str(r['speedup']) + 'x' if r['speedup'] else '-'} |", flush=True)
 
 
 def main() -> int:
@@ -227,6 +252,11 @@ def main() -> int:
     parser.add_argument("--logs", nargs="+", default=["KTH-SP2"])
     parser.add_argument("--schedulers", nargs="+", default=list(PAIRS), choices=list(PAIRS),
                         help="pyss schedulers to compare (default: all four; list_scheduler is the driver above)")
+    parser.add_argument("--pyss-timeout", type=float, default=None,
+                        help="stop a pyss run after this many seconds and compare the jobs it had finished")
+    parser.add_argument("--pyss-output", nargs="+", default=[], metavar="SCHEDULER=FILE",
+                        help="compare an output SWF pyss wrote (on this log, as this script gives it) instead of "
+                             "running pyss for that scheduler")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--commit", default=None, help="pyss's commit, when --pyss is not a git checkout")
     parser.add_argument("--force", action="store_true")
@@ -242,7 +272,15 @@ def main() -> int:
           "speed-up |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|", flush=True)
     pairs = {name: PAIRS[name] for name in args.schedulers}
-    rows = [r for name in args.logs for r in compare(args.traces / f"{name}.swf.gz", args.pyss, python2, pairs)]
+    outputs = {}
+    for item in args.pyss_output:
+        name, _, path = item.partition("=")
+        if name not in pairs or not Path(path).is_file():
+            parser.error(f"--pyss-output must be SCHEDULER=FILE with a scheduler among {', '.join(pairs)} and an "
+                         f"existing file (got {item!r})")
+        outputs[name] = Path(path)
+    rows = [r for name in args.logs for r in compare(args.traces / f"{name}.swf.gz", args.pyss, python2, pairs,
+                                                     args.pyss_timeout, outputs)]
     if args.out is not None:
         record = {"about": "Runs of the peer pyss (the Python Scheduler Simulator of the SC'15 backfilling study, in "
                            "jad-darrous/predictsim) made on this project's machine by benchmarks/replay_peer.py; its "

@@ -376,3 +376,41 @@ def test_failures_on_the_command_line(tmp_path):
                             "with failure_rate (got 'server-filling')")):
         out = subprocess.run(cmd + extra, capture_output=True, text=True)
         assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_the_readme_pyss_tables_are_the_record():
+    """The README's tables beside pyss print data/peers/pyss.json (benchmarks/replay_peer.py): the speed table's
+    KTH-SP2 rows and the job-by-job table of every log, cell for cell; the record's starts add up."""
+    root = Path(__file__).resolve().parents[1]
+    record = json.loads((root / "data" / "peers" / "pyss.json").read_text())
+    readme = (root / "README.md").read_text()
+    rows = {(r["log"].split(".swf")[0], r["pyss"]): r for r in record["rows"]}
+    for r in record["rows"]:
+        assert r["same_start"] + r["explained_by_event_order"] + r["unexplained"] == r["jobs"]
+        assert r["unexplained"] == 0
+    speed = {"fcfs": "fcfs_scheduler", "EASY, exact runtimes": "perfect_easy_backfill_scheduler",
+             "EASY, requested times": "easy_backfill_scheduler"}
+    seen = []
+    for line in readme.splitlines():
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        if cells and cells[0] in speed and len(cells) == 5:
+            seen.append(cells[0])
+            r = rows[("KTH-SP2", speed[cells[0]])]
+            assert float(cells[1]) == r["pyss_seconds"] and float(cells[2]) == r["ours_seconds"]
+            assert cells[4].startswith(f"{r['same_start']:,}")
+    assert sorted(seen) == sorted(speed)
+    table = readme[readme.index("| log | fcfs | clairvoyant EASY | first-fit |"):]
+    table = table[:table.index("\n\n")].splitlines()[2:]
+    names = ["KTH-SP2", "NASA-iPSC-1993-3.1-cln", "CEA-Curie-sample", "LANL-CM5"]
+    assert len(table) == len(names)
+    for name, line in zip(names, table, strict=True):
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        for cell, scheduler in zip(cells[1:], ("fcfs_scheduler", "perfect_easy_backfill_scheduler",
+                                               "list_scheduler"), strict=True):
+            r = rows.get((name, scheduler))
+            if r is None:
+                assert cell == "not run"
+                continue
+            assert cell.startswith(f"{r['same_start']:,} of {r['jobs']:,}")
+            if r["explained_by_event_order"]:
+                assert f"({r['explained_by_event_order']:,}: pyss decides after each event)" in cell

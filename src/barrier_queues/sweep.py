@@ -706,6 +706,47 @@ def _content_digest(path: Path) -> str:
     return h.hexdigest()
 
 
+def _trace_folder_rows(folder: Path, manifest: dict, keys: list) -> dict:
+    """The rows a trace sweep's folder holds, by point key; refuses a folder of another kind, trace content or
+    settings, or one whose points this grid (``keys``) leaves out."""
+    import pandas as pd
+
+    from .replay import GRID_OPTIONS
+
+    stored = {}
+    man = folder / "manifest.json"
+    if man.exists():
+        try:
+            old = json.loads(man.read_text())
+        except (OSError, ValueError):
+            raise ParameterError(f"out folder {str(folder)!r} has an unreadable manifest.json; choose another "
+                                 "folder") from None
+        if old.get("kind") != "trace":
+            raise ParameterError(f"out folder {str(folder)!r} holds a sweep of simulated systems, not of a "
+                                 "trace; choose another folder")
+        diff = sorted(k for k in manifest if k != "trace" and old.get(k) != manifest[k])
+        if diff:
+            raise ParameterError(f"out folder {str(folder)!r} holds a sweep of another trace or settings (its "
+                                 f"{', '.join(diff)} differ); rerun it with the same trace content and settings"
+                                 ", or choose another folder")
+        dropped = [p for p in old.get("points", []) if json.dumps(_canonical(p), sort_keys=True) not in keys]
+        if dropped:
+            raise ParameterError(f"out folder {str(folder)!r} holds {len(old.get('points', []))} points, "
+                                 f"{len(dropped)} of them not in this grid (for example {dropped[0]}): give "
+                                 "those values again, or choose another folder")
+        table_path = folder / f"results.{old.get('format', 'csv')}"
+        if table_path.exists():
+            done = (pd.read_csv(table_path) if table_path.suffix == ".csv" else pd.read_parquet(table_path))
+            for _, row in done.iterrows():
+                p = {n: row[n] for n in GRID_OPTIONS}
+                p["servers"], p["load_scale"] = int(p["servers"]), float(p["load_scale"])
+                stored[json.dumps(_canonical(p), sort_keys=True)] = row.to_dict()
+    elif folder.exists() and any(p.name != LOCK for p in folder.iterdir()):
+        raise ParameterError(f"out must be a new or empty folder, or one of this trace sweep's earlier runs "
+                             f"({str(folder)!r} holds other files); choose another folder")
+    return stored
+
+
 def trace_sweep(trace_path, grid: dict, out, fmt: str = "csv", tau: float | None = None, trim: bool = False,
                 width: str = "requested", **failures):
     """A trace as the workload of a sweep: one replay per combination of ``grid``'s values (``servers``,
@@ -750,37 +791,7 @@ def trace_sweep(trace_path, grid: dict, out, fmt: str = "csv", tau: float | None
     folder = check_folder_path("out", out)
     lock = _take_lock(folder)
     try:
-        stored = {}
-        man = folder / "manifest.json"
-        if man.exists():
-            try:
-                old = json.loads(man.read_text())
-            except (OSError, ValueError):
-                raise ParameterError(f"out folder {str(folder)!r} has an unreadable manifest.json; choose another "
-                                     "folder") from None
-            if old.get("kind") != "trace":
-                raise ParameterError(f"out folder {str(folder)!r} holds a sweep of simulated systems, not of a "
-                                     "trace; choose another folder")
-            diff = sorted(k for k in manifest if k != "trace" and old.get(k) != manifest[k])
-            if diff:
-                raise ParameterError(f"out folder {str(folder)!r} holds a sweep of another trace or settings (its "
-                                     f"{', '.join(diff)} differ); rerun it with the same trace content and settings"
-                                     ", or choose another folder")
-            dropped = [p for p in old.get("points", []) if json.dumps(_canonical(p), sort_keys=True) not in keys]
-            if dropped:
-                raise ParameterError(f"out folder {str(folder)!r} holds {len(old.get('points', []))} points, "
-                                     f"{len(dropped)} of them not in this grid (for example {dropped[0]}): give "
-                                     "those values again, or choose another folder")
-            table_path = folder / f"results.{old.get('format', 'csv')}"
-            if table_path.exists():
-                done = (pd.read_csv(table_path) if table_path.suffix == ".csv" else pd.read_parquet(table_path))
-                for _, row in done.iterrows():
-                    p = {n: row[n] for n in GRID_OPTIONS}
-                    p["servers"], p["load_scale"] = int(p["servers"]), float(p["load_scale"])
-                    stored[json.dumps(_canonical(p), sort_keys=True)] = row.to_dict()
-        elif folder.exists() and any(p.name != LOCK for p in folder.iterdir()):
-            raise ParameterError(f"out must be a new or empty folder, or one of this trace sweep's earlier runs "
-                                 f"({str(folder)!r} holds other files); choose another folder")
+        stored = _trace_folder_rows(folder, manifest, keys)
         rows = []
         for i, (point, key) in enumerate(zip(points, keys, strict=True)):
             row = stored.get(key)
