@@ -144,3 +144,65 @@ def test_the_readme_table_and_sentence_follow_from_the_record():
     assert f"by {min(waiting):.0f} % to {max(waiting):.0f} % on all {len(waiting)} systems" in " ".join(
         section.split())
     assert f"by {abs(min(execution)):.0f} % to +{max(execution):.0f} %" in " ".join(section.split())
+
+
+def test_the_exact_stability_limits():
+    """The backlogged chain's start rate: s mu / k for the work-conserving policies (1 barrier); mu / H_k where
+    one job at a time holds all k = s workers (a fixed requirement of k; patience with 2 barriers, which takes
+    every worker once all are free)."""
+    from barrier_queues.moldable_ctmc import moldable_saturated_ctmc
+
+    for policy, extra in (("take-fraction", {"take_fraction": 0.5}), ("take-random", {})):
+        r = moldable_saturated_ctmc(4, 7, policy, task_rate=2.0, **extra)
+        assert r["lambda_max"] == pytest.approx(4 * 2.0 / 7, rel=1e-10)
+        assert r["rho_max"] == pytest.approx(1.0, rel=1e-10)
+    h4 = 1 + 1 / 2 + 1 / 3 + 1 / 4
+    assert moldable_saturated_ctmc(4, 4, "fixed", requirement=4)["lambda_max"] == pytest.approx(1 / h4, rel=1e-12)
+    assert moldable_saturated_ctmc(4, 4, "patience", barriers=2)["lambda_max"] == pytest.approx(1 / h4, rel=1e-12)
+    with pytest.raises(ParameterError, match="height"):
+        moldable_saturated_ctmc(4, 4, "patience", patience_wait="height")
+
+
+@pytest.mark.parametrize("policy, extra", [p for p in POLICIES if p[0] != "take-fraction"])
+@pytest.mark.parametrize("barriers", [1, 2])
+def test_the_saturated_simulation_meets_the_exact_limit(policy, extra, barriers):
+    """s = 3, k = 5: the simulated limit's 99 % interval (8 replications of 20,000 jobs, all waiting at time 0)
+    covers the backlogged chain's lambda_max."""
+    from barrier_queues.moldable import saturated_moldable
+    from barrier_queues.moldable_ctmc import moldable_saturated_ctmc
+
+    exact = moldable_saturated_ctmc(3, 5, policy, barriers=barriers, **extra)["lambda_max"]
+    sim = saturated_moldable(3, 5, policy, barriers=barriers, jobs=20_000, replications=8, seed=11, level=0.99,
+                             **extra)
+    lo, hi = sim["lambda_max_ci"]
+    assert lo <= exact <= hi, (exact, lo, hi)
+
+
+def test_a_saturated_moldable_run_on_the_command_line():
+    import json
+    import subprocess
+    import sys
+
+    cli = [sys.executable, "-m", "barrier_queues.cli", "simulate", "-s", "4", "-k", "4", "--moldable",
+           "take-random-all", "--saturated", "--jobs", "5000", "--replications", "4", "--seed", "1"]
+    out = json.loads(subprocess.run(cli + ["--json"], capture_output=True, text=True, check=True).stdout)
+    assert out["mode"] == "moldable-saturated" and out["lambda_max_ci"][0] < out["lambda_max"] < out["lambda_max_ci"][1]
+    r = subprocess.run(cli + ["--arrival-rate", "0.5"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--moldable must not be combined with --arrival-rate" in r.stderr
+
+
+def test_the_readme_limits_are_the_chapters():
+    """The README's 'gives up about 9 %' and 'about 70 %' are the moldable chapter's saturated limits
+    (results/moldable_limits.csv) at s = k = 16, rounded."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    root = Path(__file__).resolve().parents[1]
+    limits = pd.read_csv(root / "results" / "moldable_limits.csv")
+    col = "rho_max simulated, s = k = 16"
+    patience = limits[(limits.policy == "patience (min)") & (limits.barriers == 1)][col].iloc[0]
+    greedy = limits[(limits.policy == "take-fraction 1") & (limits.barriers == 2)][col].iloc[0]
+    text = " ".join((root / "README.md").read_text().split())
+    assert f"gives up about {round(100 * (1 - patience))} % at `s = k = 16`" in text
+    assert f"2 barriers about {round(100 * (1 - greedy))} %" in text

@@ -336,16 +336,29 @@ def _simulate_moldable(args) -> dict:
     from .moldable import simulate_moldable
 
     given = [name for name, default in MOLDABLE_REFUSED.items() if getattr(args, name, None) != default]
-    if args.saturated:
-        given.append("saturated")
+    if args.saturated and args.arrival_rate is not None:
+        given.append("arrival_rate")
     if given:
         flags = ", ".join("--" + g.replace("_", "-") for g in given)
         raise ParameterError(f"--moldable must not be combined with {flags} (one k of barrier jobs, the central FIFO "
-                             "queue, fixed release, one phase, no failures; --arrival-rate gives the load)")
-    if args.servers is None or args.tasks is None or args.arrival_rate is None:
-        raise ParameterError("--moldable needs --servers, --tasks and --arrival-rate")
+                             "queue, fixed release, one phase, no failures; --arrival-rate gives the load, or "
+                             "--saturated the limit)")
     law = args.task_dist if args.task_dist is not None else (
         None if args.task_rate is None else f"exponential:rate={args.task_rate!r}")
+    if args.saturated:
+        from .moldable import saturated_moldable
+
+        if args.servers is None or args.tasks is None:
+            raise ParameterError("--moldable needs --servers and --tasks")
+        out = saturated_moldable(args.servers, args.tasks, args.moldable, args.take_fraction, args.patience_wait,
+                                 barriers=args.barriers or 1, task_dist=law, jobs=args.jobs,
+                                 replications=max(args.replications, 2), seed=args.seed, requirement=args.requirement)
+        out.update(mode="moldable-saturated", config={"servers": args.servers, "tasks": args.tasks,
+                                                      "barriers": args.barriers or 1, "task_dist": law,
+                                                      "seed": args.seed})
+        return out
+    if args.servers is None or args.tasks is None or args.arrival_rate is None:
+        raise ParameterError("--moldable needs --servers, --tasks and --arrival-rate")
     out = simulate_moldable(args.servers, args.tasks, args.arrival_rate, args.moldable, args.take_fraction,
                             args.patience_wait, barriers=args.barriers or 1, task_dist=law,
                             arrival=args.arrival or "poisson", jobs=args.jobs, replications=args.replications,
@@ -412,17 +425,30 @@ def _fmt(value, spec=".4f") -> str:
     return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else format(value, spec)
 
 
-def _print_simulation(out: dict) -> None:
-    if out.get("mode") == "moldable":
+def _print_moldable(out: dict) -> None:
+    """A moldable run (or its saturated limit) as text."""
+    if out.get("mode") == "moldable-saturated":
         cfg = out["config"]
+        lo, hi = out["lambda_max_ci"]
         print(f"moldable {out['moldable']} jobs: s = {cfg['servers']}, k = {cfg['tasks']}, {cfg['barriers']} "
-              f"barrier(s), lambda = {cfg['arrival_rate']:g}; {out['replications']} x {out['jobs']:,} jobs")
-        if not out["stable"]:
-            print(f"not stable: {out['reason']} (no steady-state means)")
-            return
-        for key in ("waiting", "sojourn", "execution", "workers"):
-            lo, hi = out["ci"][key] or (math.nan, math.nan)
-            print(f"mean {key:<10} {out[f'mean_{key}']:.6g}  [{lo:.6g}, {hi:.6g}]")
+              f"barrier(s), always backlogged; {out['replications']} x {out['jobs']:,} jobs")
+        print(f"lambda_max  {out['lambda_max']:.6g}  [{lo:.6g}, {hi:.6g}]")
+        print(f"rho_max     {out['rho_max']:.6g}  [{out['rho_max_ci'][0]:.6g}, {out['rho_max_ci'][1]:.6g}]")
+        return
+    cfg = out["config"]
+    print(f"moldable {out['moldable']} jobs: s = {cfg['servers']}, k = {cfg['tasks']}, {cfg['barriers']} "
+          f"barrier(s), lambda = {cfg['arrival_rate']:g}; {out['replications']} x {out['jobs']:,} jobs")
+    if not out["stable"]:
+        print(f"not stable: {out['reason']} (no steady-state means)")
+        return
+    for key in ("waiting", "sojourn", "execution", "workers"):
+        lo, hi = out["ci"][key] or (math.nan, math.nan)
+        print(f"mean {key:<10} {out[f'mean_{key}']:.6g}  [{lo:.6g}, {hi:.6g}]")
+
+
+def _print_simulation(out: dict) -> None:
+    if out.get("mode") in ("moldable", "moldable-saturated"):
+        _print_moldable(out)
         return
     cfg = out["config"]
     k = cfg["tasks"] if cfg["tasks_pmf"] is None else f"pmf {cfg['tasks_pmf']}"

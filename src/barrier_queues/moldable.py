@@ -260,5 +260,47 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
     return summary
 
 
+
+def saturated_moldable(servers: int, tasks: int, policy: str, take_fraction: float | None = None,
+                       patience_wait: str | None = None, barriers: int = 1, task_dist=None, jobs: int = 20_000,
+                       replications: int = 10, seed=None, level: float = 0.95, requirement: int | None = None) -> dict:
+    """The stability limit of a moldable system by simulation: every job waits from time 0 (the queue never
+    empties), so the rate of starts is the most the policy sustains. Per replication ``lambda_max`` is the
+    number of starts after the first 10 % over the time they span; a t interval over ``replications``;
+    ``rho_max = lambda_max k E[X] / s``. (Exponential tasks, small systems: the exact value is
+    :func:`barrier_queues.moldable_ctmc.moldable_saturated_ctmc`.)"""
+    from .distributions import as_task_distribution, parse_task_distribution
+
+    take_fraction, patience_wait, requirement = check_moldable(policy, take_fraction, patience_wait, requirement)
+    s = check_int("servers", servers, low=1, high=100_000)
+    k = check_int("tasks", tasks, low=1, high=100_000)
+    if policy == "fixed" and min(requirement, k) > s:
+        raise ParameterError(f"requirement must be at most servers = {s} (got {requirement} with k = {k}): a job "
+                             "needing more workers than there are never starts")
+    check_choice("barriers", barriers, (1, 2))
+    law = (parse_task_distribution("exponential:rate=1") if task_dist is None
+           else parse_task_distribution(task_dist) if isinstance(task_dist, str) else as_task_distribution(task_dist))
+    jobs = check_int("jobs", jobs, low=100, high=10**8, high_name="100,000,000")
+    if jobs * k > MAX_DRAWS:
+        raise ParameterError(f"jobs x tasks must be at most {MAX_DRAWS:,} task times per replication (got "
+                             f"{jobs * k:,})")
+    replications = check_int("replications", replications, low=2, high=10_000)
+    mu = 1.0 / law.mean()
+    rates = []
+    for stream in np.random.SeedSequence(seed).spawn(replications):
+        rng = np.random.default_rng(stream)
+        times = law.rvs(jobs * k, rng)
+        out = moldable_compiled(np.zeros(jobs), k, times, s, policy, take_fraction, rng.random(jobs), patience_wait,
+                                barriers == 2, mu, requirement)
+        start = np.sort(np.asarray(out["start"]))
+        cut = jobs // 10
+        rates.append((jobs - 1 - cut) / (start[-1] - start[cut]))
+    lam = float(np.mean(rates))
+    lo, hi = t_interval(rates, level)
+    return {"moldable": policy, "lambda_max": lam, "lambda_max_ci": [lo, hi], "rho_max": lam * k / (s * mu),
+            "rho_max_ci": [lo * k / (s * mu), hi * k / (s * mu)], "jobs": jobs, "replications": replications,
+            "ci": {"level": level}, "method": "saturated simulation (every job waiting at time 0; starts after the "
+                                               "first 10 % over the time they span; t interval over replications)"}
+
 __all__ = ["MAX_DRAWS", "PATIENCE_WAITS", "POLICIES", "check_moldable", "moldable_compiled", "moldable_run",
-           "simulate_moldable"]
+           "saturated_moldable", "simulate_moldable"]

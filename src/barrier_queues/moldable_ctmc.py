@@ -272,4 +272,80 @@ def moldable_ctmc(servers: int, tasks: int, arrival_rate: float, policy: str, ta
                                truncation_change=change)
 
 
-__all__ = ["CTMC_POLICIES", "MAX_STATES", "MoldableChainResult", "deal", "moldable_ctmc"]
+
+def moldable_saturated_ctmc(servers: int, tasks: int, policy: str, take_fraction: float | None = None,
+                            patience_wait: str | None = None, barriers: int = 1, task_rate: float = 1.0,
+                            requirement: int | None = None, max_states: int = MAX_STATES) -> dict:
+    """The exact stability limit of a small moldable system with Exp(``mu``) tasks: the job throughput of the
+    always-backlogged chain (the queue never empties, so the state is the head's requirement and the jobs in
+    service; only task ends move it, each followed by the decision walk). ``lambda_max`` is the stationary rate
+    of starts; ``rho_max = lambda_max k / (s mu)``. The system is stable iff ``lambda < lambda_max``."""
+    take_fraction, patience_wait, requirement = check_moldable(policy, take_fraction, patience_wait, requirement)
+    if policy == "patience" and patience_wait == "height":
+        raise ParameterError("patience_wait 'height' has no exact chain here: it reads the time since each job "
+                             "started; use 'min' or 'mean', or simulate")
+    s = check_int("servers", servers, low=1, high=64)
+    k = check_int("tasks", tasks, low=1, high=64)
+    mu = check_positive("task_rate", task_rate)
+    check_choice("barriers", barriers, (1, 2))
+    if policy == "fixed" and min(requirement, k) > s:
+        raise ParameterError(f"requirement must be at most servers = {s} (got {requirement} with k = {k})")
+    chain = _Chain(s, k, 1.0, mu, policy, take_fraction, patience_wait, barriers == 2, requirement)
+    deep = s + 1                                    # the walk cannot empty a queue this long
+    first = [(p, r, j) for r, p in (chain.req or [(0, 1.0)]) for p2, _, r2, j, _ in chain.walk(deep, r, ())
+             for p, r, j in [(p * p2, r2, j)]]
+    index, order = {}, []
+    for _, r, j in first:
+        if (r, j) not in index:
+            index[(r, j)] = len(order)
+            order.append((r, j))
+    rows, cols, vals, start_rate = [], [], [], []
+    i = 0
+    while i < len(order):
+        r, jobs = order[i]
+        starts = 0.0
+        for rate, q2, r2, j2, _ in chain.events(deep, r, jobs, deep):
+            if q2 > deep:                           # an arrival: the backlogged chain has none
+                continue
+            target = (r2, j2)
+            t = index.get(target)
+            if t is None:
+                t = index[target] = len(order)
+                order.append(target)
+                if len(order) > max_states:
+                    raise ParameterError(f"the backlogged chain has more than max_states = {max_states:,} states: a "
+                                         "smaller system")
+            rows.append(i)
+            cols.append(t)
+            vals.append(rate)
+            starts += rate * (deep - q2)
+        start_rate.append(starts)
+        i += 1
+    rows, cols, vals = np.array(rows), np.array(cols), np.array(vals)
+    keep = _closed_class(len(order), rows, cols)   # the states first reached may be transient
+    where = np.full(len(order), -1)
+    where[keep] = np.arange(keep.size)
+    inside = (where[rows] >= 0) & (where[cols] >= 0)
+    pi = _stationary(keep.size, where[rows[inside]], where[cols[inside]], vals[inside])
+    lam = float(pi @ np.array(start_rate)[keep])
+    return {"lambda_max": lam, "rho_max": lam * k / (s * mu), "states": int(keep.size),
+            "method": "ctmc (backlogged)"}
+
+
+def _closed_class(n: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """The states of the chain's closed communicating class (a strongly connected component with no transition
+    out of it): the recurrent states, where the stationary law lives."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    graph = sp.coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n)).tocsr()
+    count, label = connected_components(graph, directed=True, connection="strong")
+    leaves = np.ones(count, dtype=bool)
+    leaves[np.unique(label[rows[label[rows] != label[cols]]])] = False
+    closed = np.flatnonzero(leaves)
+    if closed.size != 1:
+        raise ParameterError(f"the backlogged chain has {closed.size} closed classes: no unique stationary law")
+    return np.flatnonzero(label == closed[0])
+
+__all__ = ["CTMC_POLICIES", "MAX_STATES", "MoldableChainResult", "deal", "moldable_ctmc",
+           "moldable_saturated_ctmc"]
