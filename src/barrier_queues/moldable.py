@@ -199,6 +199,28 @@ def _replication_means(out: dict, arrivals: np.ndarray) -> dict:
             "workers": float(m.mean()), "warmup": int(cut), "series": waiting}
 
 
+def _checked_system(servers, tasks, policy, take_fraction, patience_wait, requirement, barriers, task_dist, jobs,
+                    min_jobs: int) -> tuple:
+    """The arguments simulate_moldable and saturated_moldable share, checked once: ``(take_fraction,
+    patience_wait, requirement, s, k, law, jobs)``."""
+    from .distributions import as_task_distribution, parse_task_distribution
+
+    take_fraction, patience_wait, requirement = check_moldable(policy, take_fraction, patience_wait, requirement)
+    s = check_int("servers", servers, low=1, high=100_000)
+    k = check_int("tasks", tasks, low=1, high=100_000)
+    if policy == "fixed" and min(requirement, k) > s:
+        raise ParameterError(f"requirement must be at most servers = {s} (got {requirement} with k = {k}): a job "
+                             "needing more workers than there are never starts")
+    check_choice("barriers", barriers, (1, 2))
+    law = (parse_task_distribution("exponential:rate=1") if task_dist is None
+           else parse_task_distribution(task_dist) if isinstance(task_dist, str) else as_task_distribution(task_dist))
+    jobs = check_int("jobs", jobs, low=min_jobs, high=10**8, high_name="100,000,000")
+    if jobs * k > MAX_DRAWS:
+        raise ParameterError(f"jobs x tasks must be at most {MAX_DRAWS:,} task times per replication (got "
+                             f"{jobs * k:,}): a replication's times are drawn at once ({8 * jobs * k / 1e9:.1f} GB)")
+    return take_fraction, patience_wait, requirement, s, k, law, jobs
+
+
 def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str, take_fraction: float | None = None,
                       patience_wait: str | None = None, barriers: int = 1, task_dist=None, arrival: str = "poisson",
                       jobs: int = 20_000, replications: int = 10, seed=None, level: float = 0.95,
@@ -210,23 +232,11 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
     job's tasks are dealt onto the workers it takes). ``task_dist``: any task law (default Exp(1)); ``arrival``: poisson
     or deterministic. ``compiled`` False: the plain-Python reference (the same numbers, slower)."""
     from ._validation import check_positive
-    from .distributions import as_task_distribution, parse_task_distribution
 
-    take_fraction, patience_wait, requirement = check_moldable(policy, take_fraction, patience_wait, requirement)
-    s = check_int("servers", servers, low=1, high=100_000)
-    k = check_int("tasks", tasks, low=1, high=100_000)
+    take_fraction, patience_wait, requirement, s, k, law, jobs = _checked_system(
+        servers, tasks, policy, take_fraction, patience_wait, requirement, barriers, task_dist, jobs, 10)
     rate = check_positive("arrival_rate", arrival_rate)
-    if policy == "fixed" and min(requirement, k) > s:
-        raise ParameterError(f"requirement must be at most servers = {s} (got {requirement} with k = {k}): a job "
-                             "needing more workers than there are never starts")
-    check_choice("barriers", barriers, (1, 2))
     check_choice("arrival", arrival, ("poisson", "deterministic"))
-    law = (parse_task_distribution("exponential:rate=1") if task_dist is None
-           else parse_task_distribution(task_dist) if isinstance(task_dist, str) else as_task_distribution(task_dist))
-    jobs = check_int("jobs", jobs, low=10, high=10**8, high_name="100,000,000")
-    if jobs * k > MAX_DRAWS:
-        raise ParameterError(f"jobs x tasks must be at most {MAX_DRAWS:,} task times per replication (got "
-                             f"{jobs * k:,}): a replication's times are drawn at once ({8 * jobs * k / 1e9:.1f} GB)")
     replications = check_int("replications", replications, low=1, high=10_000)
     mu = 1.0 / law.mean()
     streams = np.random.SeedSequence(seed).spawn(replications)
@@ -269,21 +279,8 @@ def saturated_moldable(servers: int, tasks: int, policy: str, take_fraction: flo
     number of starts after the first 10 % over the time they span; a t interval over ``replications``;
     ``rho_max = lambda_max k E[X] / s``. (Exponential tasks, small systems: the exact value is
     :func:`barrier_queues.moldable_ctmc.moldable_saturated_ctmc`.)"""
-    from .distributions import as_task_distribution, parse_task_distribution
-
-    take_fraction, patience_wait, requirement = check_moldable(policy, take_fraction, patience_wait, requirement)
-    s = check_int("servers", servers, low=1, high=100_000)
-    k = check_int("tasks", tasks, low=1, high=100_000)
-    if policy == "fixed" and min(requirement, k) > s:
-        raise ParameterError(f"requirement must be at most servers = {s} (got {requirement} with k = {k}): a job "
-                             "needing more workers than there are never starts")
-    check_choice("barriers", barriers, (1, 2))
-    law = (parse_task_distribution("exponential:rate=1") if task_dist is None
-           else parse_task_distribution(task_dist) if isinstance(task_dist, str) else as_task_distribution(task_dist))
-    jobs = check_int("jobs", jobs, low=100, high=10**8, high_name="100,000,000")
-    if jobs * k > MAX_DRAWS:
-        raise ParameterError(f"jobs x tasks must be at most {MAX_DRAWS:,} task times per replication (got "
-                             f"{jobs * k:,})")
+    take_fraction, patience_wait, requirement, s, k, law, jobs = _checked_system(
+        servers, tasks, policy, take_fraction, patience_wait, requirement, barriers, task_dist, jobs, 100)
     replications = check_int("replications", replications, low=2, high=10_000)
     mu = 1.0 / law.mean()
     rates = []

@@ -163,8 +163,8 @@ def _stationary(n: int, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) ->
     """``pi Q = 0``, ``sum pi = 1`` for the generator with off-diagonal rates ``vals`` at (``rows``, ``cols``).
     With ``pi_0`` fixed to 1 the other balance equations are a nonsingular sparse system (no dense
     normalization row, which made LU fill in); it is solved by GMRES preconditioned with an incomplete LU
-    (1-2 s at 50,000 states, against 8 s for the complete LU here), and by complete sparse LU if GMRES stops
-    short of a relative residual of 1e-13."""
+    (several times faster than the complete LU on these chains; timings in the CHANGELOG), and by complete sparse
+    LU if GMRES stops short of a relative residual of 1e-13."""
     import scipy.sparse as sp
     from scipy.sparse.linalg import LinearOperator, gmres, spilu, spsolve
 
@@ -190,49 +190,53 @@ def _stationary(n: int, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) ->
     return pi / pi.sum()
 
 
-def _solve(chain: _Chain, q_max: int, max_states: int) -> dict:
-    index = {(0, 0, ()): 0}
-    order = [(0, 0, ())]
-    rows, cols, vals, claim_rate = [], [], [], []
+def _explore(first: list, transitions, max_states: int, what: str) -> tuple:
+    """Every state reachable from ``first`` (breadth first) and the chain's transitions: ``transitions(state)``
+    yields ``(rate, target, reward)``; returns the states in order, the transitions as arrays (rows, cols, rates)
+    and each state's reward rate (the sum of rate x reward out of it). Refused beyond ``max_states`` states."""
+    index = {state: i for i, state in enumerate(dict.fromkeys(first))}
+    order = list(index)
+    rows, cols, vals, reward = [], [], [], []
     i = 0
     while i < len(order):
-        q, r, jobs = order[i]
-        claims = 0.0
-        for rate, q2, r2, j2, claimed in chain.events(q, r, jobs, q_max):
-            target = (q2, r2, j2)
+        total = 0.0
+        for rate, target, gain in transitions(order[i]):
             t = index.get(target)
             if t is None:
                 t = index[target] = len(order)
                 order.append(target)
                 if len(order) > max_states:
-                    raise ParameterError(f"the chain has more than max_states = {max_states:,} states at queue "
-                                         f"limit {q_max}: a smaller system, or a lower load")
+                    raise ParameterError(f"{what} has more than max_states = {max_states:,} states: a smaller system"
+                                         ", or a lower load")
             rows.append(i)
             cols.append(t)
             vals.append(rate)
-            claims += rate * claimed
-        claim_rate.append(claims)
+            total += rate * gain
+        reward.append(total)
         i += 1
+    return (order, np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64), np.array(vals, dtype=float),
+            np.array(reward, dtype=float))
+
+
+def _solve(chain: _Chain, q_max: int, max_states: int) -> dict:
+    order, rows, cols, vals, claim_rate = _explore(
+        [(0, 0, ())], lambda x: ((rate, (q2, r2, j2), claimed) for rate, q2, r2, j2, claimed in
+                                 chain.events(*x, q_max)),
+        max_states, f"the chain at queue limit {q_max}")
     n = len(order)
-    pi = _stationary(n, np.array(rows), np.array(cols), np.array(vals))
+    pi = _stationary(n, rows, cols, vals)
     q = np.array([x[0] for x in order], dtype=float)
     in_service = np.array([len(x[2]) for x in order], dtype=float)
     busy = np.array([sum(h > 0 for job in x[2] for h in job) for x in order], dtype=float)
     accepted = chain.lam * float(pi[q < q_max].sum())
     return {"mean_waiting": float(pi @ q) / accepted, "mean_execution": float(pi @ in_service) / accepted,
-            "mean_workers": float(pi @ np.array(claim_rate)) / accepted, "mean_busy_workers": float(pi @ busy),
+            "mean_workers": float(pi @ claim_rate) / accepted, "mean_busy_workers": float(pi @ busy),
             "states": n, "top": float(pi[q == q_max].sum())}
 
 
-def moldable_ctmc(servers: int, tasks: int, arrival_rate: float, policy: str, take_fraction: float | None = None,
-                  patience_wait: str | None = None, barriers: int = 1, task_rate: float = 1.0,
-                  requirement: int | None = None, rtol: float = 1e-7, q_max: int = 16,
-                  max_states: int = MAX_STATES) -> MoldableChainResult:
-    """Stationary mean waiting, execution, sojourn and workers per job of the moldable system with Exp(``mu``)
-    tasks from its exact CTMC (module docstring), the queue truncated at ``q_max`` doubled until the means
-    change by less than ``rtol`` (relative). Refused: ``patience`` with ``height`` (not Markov in this state),
-    and a system whose truncations do not converge within ``max_states`` states (unstable, or too near its
-    limit for a chain this size)."""
+def _checked_chain(servers, tasks, arrival_rate, policy, take_fraction, patience_wait, barriers, task_rate,
+                   requirement) -> _Chain:
+    """The chain of a small moldable system, its arguments checked once for both entry points."""
     take_fraction, patience_wait, requirement = check_moldable(policy, take_fraction, patience_wait, requirement)
     if policy == "patience" and patience_wait == "height":
         raise ParameterError("patience_wait 'height' has no exact chain here: it reads the time since each job "
@@ -245,12 +249,26 @@ def moldable_ctmc(servers: int, tasks: int, arrival_rate: float, policy: str, ta
     check_choice("barriers", barriers, (1, 2))
     if policy == "fixed" and min(requirement, k) > s:
         raise ParameterError(f"requirement must be at most servers = {s} (got {requirement} with k = {k})")
+    return _Chain(s, k, lam, mu, policy, take_fraction, patience_wait, barriers == 2, requirement)
+
+
+def moldable_ctmc(servers: int, tasks: int, arrival_rate: float, policy: str, take_fraction: float | None = None,
+                  patience_wait: str | None = None, barriers: int = 1, task_rate: float = 1.0,
+                  requirement: int | None = None, rtol: float = 1e-7, q_max: int = 16,
+                  max_states: int = MAX_STATES) -> MoldableChainResult:
+    """Stationary mean waiting, execution, sojourn and workers per job of the moldable system with Exp(``mu``)
+    tasks from its exact CTMC (module docstring), the queue truncated at ``q_max`` doubled until the means
+    change by less than ``rtol`` (relative). Refused: ``patience`` with ``height`` (not Markov in this state),
+    and a system whose truncations do not converge within ``max_states`` states (unstable, or too near its
+    limit for a chain this size)."""
+    chain = _checked_chain(servers, tasks, arrival_rate, policy, take_fraction, patience_wait, barriers, task_rate,
+                           requirement)
+    s, k, lam, mu = chain.s, chain.k, chain.lam, chain.mu
     check_positive("rtol", rtol)
     if policy in ("take-fraction", "take-random") and barriers == 1 and lam * k / mu >= s:
         raise ParameterError(f"arrival_rate must be below the work-conserving limit s mu / k = {s * mu / k:g} "
                              f"(got {lam:g}): the system is unstable and has no stationary means")
     q_max = check_int("q_max", q_max, low=1, high=1_000_000)
-    chain = _Chain(s, k, lam, mu, policy, take_fraction, patience_wait, barriers == 2, requirement)
     previous, change = None, math.inf
     while True:
         try:
@@ -272,7 +290,6 @@ def moldable_ctmc(servers: int, tasks: int, arrival_rate: float, policy: str, ta
                                truncation_change=change)
 
 
-
 def moldable_saturated_ctmc(servers: int, tasks: int, policy: str, take_fraction: float | None = None,
                             patience_wait: str | None = None, barriers: int = 1, task_rate: float = 1.0,
                             requirement: int | None = None, max_states: int = MAX_STATES) -> dict:
@@ -280,54 +297,20 @@ def moldable_saturated_ctmc(servers: int, tasks: int, policy: str, take_fraction
     always-backlogged chain (the queue never empties, so the state is the head's requirement and the jobs in
     service; only task ends move it, each followed by the decision walk). ``lambda_max`` is the stationary rate
     of starts; ``rho_max = lambda_max k / (s mu)``. The system is stable iff ``lambda < lambda_max``."""
-    take_fraction, patience_wait, requirement = check_moldable(policy, take_fraction, patience_wait, requirement)
-    if policy == "patience" and patience_wait == "height":
-        raise ParameterError("patience_wait 'height' has no exact chain here: it reads the time since each job "
-                             "started; use 'min' or 'mean', or simulate")
-    s = check_int("servers", servers, low=1, high=64)
-    k = check_int("tasks", tasks, low=1, high=64)
-    mu = check_positive("task_rate", task_rate)
-    check_choice("barriers", barriers, (1, 2))
-    if policy == "fixed" and min(requirement, k) > s:
-        raise ParameterError(f"requirement must be at most servers = {s} (got {requirement} with k = {k})")
-    chain = _Chain(s, k, 1.0, mu, policy, take_fraction, patience_wait, barriers == 2, requirement)
-    deep = s + 1                                    # the walk cannot empty a queue this long
-    first = [(p, r, j) for r, p in (chain.req or [(0, 1.0)]) for p2, _, r2, j, _ in chain.walk(deep, r, ())
-             for p, r, j in [(p * p2, r2, j)]]
-    index, order = {}, []
-    for _, r, j in first:
-        if (r, j) not in index:
-            index[(r, j)] = len(order)
-            order.append((r, j))
-    rows, cols, vals, start_rate = [], [], [], []
-    i = 0
-    while i < len(order):
-        r, jobs = order[i]
-        starts = 0.0
-        for rate, q2, r2, j2, _ in chain.events(deep, r, jobs, deep):
-            if q2 > deep:                           # an arrival: the backlogged chain has none
-                continue
-            target = (r2, j2)
-            t = index.get(target)
-            if t is None:
-                t = index[target] = len(order)
-                order.append(target)
-                if len(order) > max_states:
-                    raise ParameterError(f"the backlogged chain has more than max_states = {max_states:,} states: a "
-                                         "smaller system")
-            rows.append(i)
-            cols.append(t)
-            vals.append(rate)
-            starts += rate * (deep - q2)
-        start_rate.append(starts)
-        i += 1
-    rows, cols, vals = np.array(rows), np.array(cols), np.array(vals)
+    chain = _checked_chain(servers, tasks, 1.0, policy, take_fraction, patience_wait, barriers, task_rate,
+                           requirement)
+    s, k, mu = chain.s, chain.k, chain.mu
+    deep = s + 1                                    # the walk cannot empty a queue this long; arrivals never come
+    first = [(r2, j) for r, _ in (chain.req or [(0, 1.0)]) for _, _, r2, j, _ in chain.walk(deep, r, ())]
+    order, rows, cols, vals, start_rate = _explore(
+        first, lambda x: ((rate, (r2, j2), deep - q2) for rate, q2, r2, j2, _ in chain.events(deep, *x, deep)),
+        max_states, "the backlogged chain")
     keep = _closed_class(len(order), rows, cols)   # the states first reached may be transient
     where = np.full(len(order), -1)
     where[keep] = np.arange(keep.size)
     inside = (where[rows] >= 0) & (where[cols] >= 0)
     pi = _stationary(keep.size, where[rows[inside]], where[cols[inside]], vals[inside])
-    lam = float(pi @ np.array(start_rate)[keep])
+    lam = float(pi @ start_rate[keep])
     return {"lambda_max": lam, "rho_max": lam * k / (s * mu), "states": int(keep.size),
             "method": "ctmc (backlogged)"}
 

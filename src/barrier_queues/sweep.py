@@ -455,13 +455,8 @@ def _open_folder(out, manifest: dict) -> tuple[Path, int]:
     ``manifest["seed"]`` None means "the folder's seed, or fresh entropy".
     """
     folder = check_folder_path("out", out)
-    path = folder / "manifest.json"
-    if path.exists():
-        try:
-            old = json.loads(path.read_text())
-        except (OSError, ValueError):
-            raise ParameterError(f"out folder {str(folder)!r} has an unreadable manifest.json; choose another "
-                                 "folder") from None
+    old = _read_manifest(folder)
+    if old is not None:
         mine = {**manifest, "seed": old.get("seed") if manifest["seed"] is None else manifest["seed"]}
         # the grid may grow or change and the replications too: points are found by their keys
         diff = sorted(k for k in set(mine) | set(old) if k not in GROWABLE and old.get(k) != mine.get(k))
@@ -486,6 +481,18 @@ def _open_folder(out, manifest: dict) -> tuple[Path, int]:
     (folder / "points").mkdir(parents=True, exist_ok=True)
     _write_manifest(folder, {**manifest, "seed": str(entropy)})
     return folder, entropy
+
+
+def _read_manifest(folder: Path) -> dict | None:
+    """A sweep folder's ``manifest.json`` (None when there is none); refused when it cannot be read."""
+    path = folder / "manifest.json"
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        raise ParameterError(f"out folder {str(folder)!r} has an unreadable manifest.json; choose another "
+                             "folder") from None
 
 
 def _write_manifest(folder: Path, manifest: dict) -> None:
@@ -714,13 +721,8 @@ def _trace_folder_rows(folder: Path, manifest: dict, keys: list) -> dict:
     from .replay import GRID_OPTIONS
 
     stored = {}
-    man = folder / "manifest.json"
-    if man.exists():
-        try:
-            old = json.loads(man.read_text())
-        except (OSError, ValueError):
-            raise ParameterError(f"out folder {str(folder)!r} has an unreadable manifest.json; choose another "
-                                 "folder") from None
+    old = _read_manifest(folder)
+    if old is not None:
         if old.get("kind") != "trace":
             raise ParameterError(f"out folder {str(folder)!r} holds a sweep of simulated systems, not of a "
                                  "trace; choose another folder")
