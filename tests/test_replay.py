@@ -268,7 +268,7 @@ def test_a_trace_as_the_workload_of_a_sweep_folder(tmp_path, monkeypatch):
     refusals = [
         (["--trace", str(log), "--scheduling", "fcfs", "--out", str(out)], "not in this grid"),
         (["--trace", str(log), "--servers", "16,20", "--scheduling", "fcfs,first-fit,backfill", "--load-scale",
-          "1,1.5", "--bsld-tau", "60", "--out", str(out)], "bsld_tau differ"),
+          "1,1.5", "--bsld-tau", "60", "--out", str(out)], "differing: bsld_tau"),
         (["--trace", str(log), "--jobs", "5", "--out", str(tmp_path / "new")], "--jobs must not be given"),
         (["--trace", str(log), "--tasks", "4", "--out", str(tmp_path / "new")], "tasks must not be given"),
         (["-s", "4", "-k", "2", "--utilization", "0.5", "--load-scale", "2", "--out", str(tmp_path / "new")],
@@ -279,7 +279,7 @@ def test_a_trace_as_the_workload_of_a_sweep_folder(tmp_path, monkeypatch):
         assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
     changed = tmp_path / "t2.swf"
     _random_swf(changed, seed=4)
-    with pytest.raises(bq.ParameterError, match="trace_md5 differ"):
+    with pytest.raises(bq.ParameterError, match="differing: trace_md5"):
         trace_sweep(changed, {"servers": [16, 20]}, out)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert not (tmp_path / "new").exists()

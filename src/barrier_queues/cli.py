@@ -599,6 +599,12 @@ def _sweep(args) -> dict:
 
     if args.trace is not None:
         return _trace_sweep(args)
+    if args.moldable is not None:
+        return _moldable_sweep(args)
+    for flag, value in (("--take-fraction", args.take_fraction), ("--patience-wait", args.patience_wait),
+                        ("--requirement", args.requirement)):
+        if value is not None:
+            raise ParameterError(f"{flag} must come with --moldable (got {flag} without it)")
     for flag, value in (("--estimates", args.estimates), ("--load-scale", args.load_scale),
                         ("--bsld-tau", args.bsld_tau), ("--trim", args.trim or None)):
         if value is not None:
@@ -619,6 +625,51 @@ def _sweep(args) -> dict:
             "rows": table.to_dict(orient="records") if args.json else None, "_table": table}
 
 
+#: the system options a moldable sweep takes (Appendix B, section 7: the rest are refused)
+MOLDABLE_SWEEP_OPTIONS = ("servers", "tasks", "barriers", "task_dist", "task_rate", "arrival_rate", "utilization")
+
+
+def _refused_run_flags(args, kept=()) -> list[str]:
+    """The sweep's run options given away from their defaults, outside ``kept``."""
+    return [flag for flag, value, default in (("--jobs", args.jobs, 100_000),
+                                              ("--replications", args.replications, 1),
+                                              ("--warmup", args.warmup, None), ("--workers", args.workers, None),
+                                              ("--allow-unstable", args.allow_unstable, False),
+                                              ("--precision", args.precision, None),
+                                              ("--precision-abs", args.precision_abs, None),
+                                              ("--budget", args.budget, None), ("--backend", args.backend, None),
+                                              ("--master", args.master, None))
+            if value != default and flag not in kept]
+
+
+def _moldable_sweep(args) -> dict:
+    from .sweep import moldable_sweep
+
+    given = [flag for flag, (dest, _, _) in _system_options().items()
+             if getattr(args, dest) is not None and dest not in MOLDABLE_SWEEP_OPTIONS]
+    given += _refused_run_flags(args, kept=("--jobs", "--replications"))
+    given += [flag for flag, value in (("--estimates", args.estimates), ("--load-scale", args.load_scale),
+                                       ("--bsld-tau", args.bsld_tau), ("--trim", args.trim or None))
+              if value is not None]
+    if given:
+        raise ParameterError(f"--moldable must not be combined with {', '.join(given)} in a sweep (it varies "
+                             "--servers, --tasks, --barriers, the policies' options and the load)")
+    if args.task_dist is not None and args.task_rate is not None:
+        raise ParameterError("give at most one of --task-rate and --task-dist (got both)")
+    if args.task_rate is not None and len(args.task_rate) > 1:
+        raise ParameterError(f"--task-rate must be one value with --moldable (got {args.task_rate}); --task-dist "
+                             "names any law")
+    law = args.task_dist if args.task_dist is not None else (
+        None if args.task_rate is None else f"exponential:rate={args.task_rate[0]!r}")
+    grid = {"servers": args.servers, "tasks": args.tasks, "barriers": args.barriers, "task_dist": law,
+            "moldable": args.moldable, "take_fraction": args.take_fraction, "patience_wait": args.patience_wait,
+            "requirement": args.requirement, "arrival_rate": args.arrival_rate, "utilization": args.utilization}
+    table = moldable_sweep({k: v for k, v in grid.items() if v is not None}, args.out, jobs=args.jobs,
+                           replications=args.replications, seed=args.seed, fmt=args.format)
+    return {"out": args.out, "points": int(len(table)), "backend": "local",
+            "rows": table.to_dict(orient="records") if args.json else None, "_table": table}
+
+
 #: the sweep options a trace sweep takes (the trace sets everything else)
 TRACE_SWEEP_OPTIONS = ("servers", "scheduling", "failure_rate", "max_attempts", "resubmit_delay")
 
@@ -626,16 +677,12 @@ TRACE_SWEEP_OPTIONS = ("servers", "scheduling", "failure_rate", "max_attempts", 
 def _trace_sweep(args) -> dict:
     from .sweep import trace_sweep
 
-    given = [dest for _, (dest, _, _) in _system_options().items()
+    given = [flag for flag, (dest, _, _) in _system_options().items()
              if getattr(args, dest) is not None and dest not in TRACE_SWEEP_OPTIONS]
-    given += [flag for flag, value, default in (("--jobs", args.jobs, 100_000), ("--replications", args.replications,
-                                                                                 1),
-                                                ("--warmup", args.warmup, None), ("--workers", args.workers, None),
-                                                ("--allow-unstable", args.allow_unstable, False),
-                                                ("--precision", args.precision, None),
-                                                ("--precision-abs", args.precision_abs, None),
-                                                ("--budget", args.budget, None), ("--backend", args.backend, None),
-                                                ("--master", args.master, None)) if value != default]
+    given += _refused_run_flags(args)
+    given += [flag for flag, value in (("--moldable", args.moldable), ("--take-fraction", args.take_fraction),
+                                       ("--patience-wait", args.patience_wait), ("--requirement", args.requirement))
+              if value is not None]
     if given:
         raise ParameterError(f"--trace takes its workload from the trace: {', '.join(given)} must not be given with "
                              "it (a trace sweep varies --servers, --scheduling, --estimates and --load-scale)")
@@ -655,6 +702,13 @@ def _trace_sweep(args) -> dict:
 
 def _print_sweep(out: dict) -> None:
     table = out["_table"]
+    if "moldable" in table.columns:                 # a moldable sweep: its policies, and empty means unstable
+        cols = [c for c in ("point", "servers", "tasks", "barriers", "moldable", "take_fraction", "patience_wait",
+                            "requirement", "utilization", "mean_waiting", "mean_sojourn", "mean_workers", "stable")
+                if c in table.columns]
+        print(table[cols].astype(object).where(table[cols].notna(), "-").to_string(index=False))
+        print(f"{out['points']} points in {out['out']}")
+        return
     cols = [c for c in ("point", "servers", "tasks", "scheduling", "estimates", "load_scale", "arrival_rate",
                         "utilization", "mean_waiting", "mean_sojourn", "mean_bounded_slowdown", "sojourn_q0.99",
                         "stable") if c in table.columns]
@@ -858,6 +912,25 @@ def _add_stability(sub) -> None:
     st.add_argument("--json", action="store_true", help="print one JSON object")
     st.set_defaults(run=_stability, show=_print_stability)
 
+def _moldable_options(p, lists: bool = False) -> None:
+    """--moldable and its policies' options, on simulate (one value each) and sweep (comma-separated lists)."""
+    def parse(one):
+        return _list(one) if lists else one
+
+    some = " (a comma-separated list sweeps it)" if lists else ""
+    p.add_argument("--moldable", default=None, type=parse(_choice("moldable", ("take-fraction", "take-random",
+                                                                             "take-random-all", "patience",
+                                                                             "fixed"))),
+                   help="moldable jobs: each takes a number of workers chosen when it reaches the head (k may "
+                        "exceed s; tasks are dealt onto the workers taken); fixed: always --requirement n" + some)
+    p.add_argument("--requirement", type=parse(_int("requirement", 1, 100_000)), default=None,
+                   help="with --moldable fixed: the workers every job needs (its k tasks dealt onto them)" + some)
+    p.add_argument("--take-fraction", type=parse(_float("take-fraction", 0, 1, open_low=True)), default=None,
+                   help="with --moldable take-fraction: the share f of the free workers a job takes" + some)
+    p.add_argument("--patience-wait", default=None, type=parse(_choice("patience-wait", ("min", "mean", "height"))),
+                   help="with --moldable patience: the estimate of the wait for one more worker (default min)" + some)
+
+
 def _add_simulate(sub) -> None:
     sim = sub.add_parser("simulate", help=COMMAND_HELP["simulate"],
                          description="Simulate a barrier system with the compiled kernels.")
@@ -867,16 +940,7 @@ def _add_simulate(sub) -> None:
                      help="all jobs at time 0: estimate the stability limit lambda_max")
     sim.add_argument("--jobs-csv", default=None, help="write the per-job table to this new CSV file")
     sim.add_argument("--force", action="store_true", help="overwrite --jobs-csv if it exists")
-    sim.add_argument("--moldable", default=None, type=_choice("moldable", ("take-fraction", "take-random",
-                                                                         "take-random-all", "patience", "fixed")),
-                     help="moldable jobs: each takes a number of workers chosen when it reaches the head (k may "
-                          "exceed s; tasks are dealt onto the workers taken); fixed: always --requirement n")
-    sim.add_argument("--requirement", type=_int("requirement", 1, 100_000), default=None,
-                     help="with --moldable fixed: the workers every job needs (its k tasks dealt onto them)")
-    sim.add_argument("--take-fraction", type=_float("take-fraction", 0, 1, open_low=True), default=None,
-                     help="with --moldable take-fraction: the share f of the free workers a job takes")
-    sim.add_argument("--patience-wait", default=None, type=_choice("patience-wait", ("min", "mean", "height")),
-                     help="with --moldable patience: the estimate of the wait for one more worker (default min)")
+    _moldable_options(sim)
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.set_defaults(run=_simulate, show=_print_simulation)
 
@@ -902,6 +966,7 @@ def _add_sweep(sub) -> None:
     sw.add_argument("--bsld-tau", type=_float("bsld-tau", 0, 1e9, open_low=True), default=None,
                     help="with --trace: bounded slowdown's threshold (default 10 s)")
     sw.add_argument("--trim", action="store_true", help="with --trace: the Tsafrir 2007 trimming")
+    _moldable_options(sw, lists=True)
     sw.add_argument("--json", action="store_true")
     sw.set_defaults(run=_sweep, show=_print_sweep)
 

@@ -230,7 +230,8 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
     replication's waiting times (and, for the work-conserving take-fraction and take-random with 1 barrier,
     the condition ``lambda k E[X] < s``); no means for a system that is not stable. ``k`` may exceed ``s`` (a
     job's tasks are dealt onto the workers it takes). ``task_dist``: any task law (default Exp(1)); ``arrival``: poisson
-    or deterministic. ``compiled`` False: the plain-Python reference (the same numbers, slower)."""
+    or deterministic. ``seed``: an integer or a ``numpy.random.SeedSequence``. ``compiled`` False: the
+    plain-Python reference (the same numbers, slower)."""
     from ._validation import check_positive
 
     take_fraction, patience_wait, requirement, s, k, law, jobs = _checked_system(
@@ -239,7 +240,7 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
     check_choice("arrival", arrival, ("poisson", "deterministic"))
     replications = check_int("replications", replications, low=1, high=10_000)
     mu = 1.0 / law.mean()
-    streams = np.random.SeedSequence(seed).spawn(replications)
+    streams = (seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)).spawn(replications)
     per = []
     for stream in streams:
         rng = np.random.default_rng(stream)

@@ -713,38 +713,57 @@ def _content_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def _trace_folder_rows(folder: Path, manifest: dict, keys: list) -> dict:
-    """The rows a trace sweep's folder holds, by point key; refuses a folder of another kind, trace content or
-    settings, or one whose points this grid (``keys``) leaves out."""
-    import pandas as pd
+#: what each kind of keyed sweep folder holds, for the refusal of a folder of another kind
+_KINDS = {None: "simulated systems", "trace": "a trace", "moldable": "moldable jobs"}
 
-    from .replay import GRID_OPTIONS
+
+def _missing(value) -> bool:
+    """An empty cell as a table reads it back (NaN), for a row equal to the one first computed (None)."""
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _keyed_folder_rows(folder: Path, manifest: dict, keys: list, loose: tuple = ()) -> dict:
+    """The rows a keyed sweep folder (a trace's or moldable jobs') holds, by point key: row ``i`` of its table
+    is point ``i`` of its manifest. Refuses a folder of another kind, or whose manifest differs from
+    ``manifest`` in an entry outside ``loose`` (a trace's path, say), or whose points this grid (``keys``)
+    leaves out. A table that cannot be read, or a row cut short, is computed again."""
+    import pandas as pd
 
     stored = {}
     old = _read_manifest(folder)
+    kind = manifest["kind"]
     if old is not None:
-        if old.get("kind") != "trace":
-            raise ParameterError(f"out folder {str(folder)!r} holds a sweep of simulated systems, not of a "
-                                 "trace; choose another folder")
-        diff = sorted(k for k in manifest if k != "trace" and old.get(k) != manifest[k])
+        if old.get("kind") != kind:
+            raise ParameterError(f"out folder {str(folder)!r} holds a sweep of {_KINDS.get(old.get('kind'), '?')}, "
+                                 f"not of {_KINDS[kind]}; choose another folder")
+        diff = sorted(k for k in (set(manifest) | set(old)) - {"format", "points"}
+                      if k not in loose and old.get(k) != manifest.get(k))
         if diff:
-            raise ParameterError(f"out folder {str(folder)!r} holds a sweep of another trace or settings (its "
-                                 f"{', '.join(diff)} differ); rerun it with the same trace content and settings"
-                                 ", or choose another folder")
-        dropped = [p for p in old.get("points", []) if json.dumps(_canonical(p), sort_keys=True) not in keys]
+            raise ParameterError(f"out folder {str(folder)!r} holds a sweep of other settings (differing: "
+                                 f"{', '.join(diff)}); rerun it with the same settings, or choose another folder")
+        points = old.get("points", [])
+        dropped = [p for p in points if json.dumps(_canonical(p), sort_keys=True) not in keys]
         if dropped:
-            raise ParameterError(f"out folder {str(folder)!r} holds {len(old.get('points', []))} points, "
+            raise ParameterError(f"out folder {str(folder)!r} holds {len(points)} points, "
                                  f"{len(dropped)} of them not in this grid (for example {dropped[0]}): give "
                                  "those values again, or choose another folder")
         table_path = folder / f"results.{old.get('format', 'csv')}"
-        if table_path.exists():
-            done = (pd.read_csv(table_path) if table_path.suffix == ".csv" else pd.read_parquet(table_path))
-            for _, row in done.iterrows():
-                p = {n: row[n] for n in GRID_OPTIONS}
-                p["servers"], p["load_scale"] = int(p["servers"]), float(p["load_scale"])
-                stored[json.dumps(_canonical(p), sort_keys=True)] = row.to_dict()
+        if not table_path.exists():                         # an interrupted run's partial table
+            table_path = folder / f"results.partial.{old.get('format', 'csv')}"
+        try:
+            done = pd.read_csv(table_path) if table_path.suffix == ".csv" else pd.read_parquet(table_path)
+        except (OSError, ValueError, ImportError):
+            done = pd.DataFrame()                           # none yet, or torn: those points are computed again
+        for _, row in done.iterrows():
+            i = row.get("point")                            # the last column: a row cut short has none
+            if not (pd.notna(i) and float(i).is_integer() and 0 <= i < len(points)):
+                continue
+            point = points[int(i)]
+            if all(k in row and _canonical(row[k]) == _canonical(v) for k, v in point.items()):
+                stored[json.dumps(_canonical(point), sort_keys=True)] = {
+                    **{k: None if _missing(v) else v for k, v in row.items()}, "point": int(i)}
     elif folder.exists() and any(p.name != LOCK for p in folder.iterdir()):
-        raise ParameterError(f"out must be a new or empty folder, or one of this trace sweep's earlier runs "
+        raise ParameterError(f"out must be a new or empty folder, or one of this sweep's earlier runs "
                              f"({str(folder)!r} holds other files); choose another folder")
     return stored
 
@@ -793,7 +812,7 @@ def trace_sweep(trace_path, grid: dict, out, fmt: str = "csv", tau: float | None
     folder = check_folder_path("out", out)
     lock = _take_lock(folder)
     try:
-        stored = _trace_folder_rows(folder, manifest, keys)
+        stored = _keyed_folder_rows(folder, manifest, keys, loose=("trace",))
         rows = []
         for i, (point, key) in enumerate(zip(points, keys, strict=True)):
             row = stored.get(key)
@@ -807,5 +826,159 @@ def trace_sweep(trace_path, grid: dict, out, fmt: str = "csv", tau: float | None
     finally:
         _release_lock(lock)
 
+
+# --------------------------------------------------------------------------------------------------
+# moldable jobs as a sweep
+
+#: options a moldable sweep varies, in the order its grid multiplies out (the last varies fastest)
+MOLDABLE_GRID = ("servers", "tasks", "barriers", "task_dist", "moldable", "take_fraction", "patience_wait",
+                 "requirement", "arrival_rate", "utilization")
+#: the option each policy alone takes (its values multiply only that policy's points)
+_POLICY_OPTION = {"take-fraction": "take_fraction", "patience": "patience_wait", "fixed": "requirement"}
+
+
+def _moldable_points(grid: dict) -> list[dict]:
+    """The points of a moldable grid: every combination of its values, a policy's own option
+    (``take_fraction``, ``patience_wait``, ``requirement``) multiplying only that policy's points; the load
+    given as ``arrival_rate`` or as ``utilization`` rho = lambda k E[X] / s, not both."""
+    from .moldable import POLICIES
+
+    unknown = sorted(set(grid) - set(MOLDABLE_GRID))
+    if unknown:
+        raise ParameterError(f"moldable grid options must be among {', '.join(MOLDABLE_GRID)} (got unknown "
+                             f"{', '.join(unknown)})")
+    values = {}
+    for name, v in grid.items():
+        v = list(v) if isinstance(v, list | tuple) else [v]
+        keys = [json.dumps(_canonical(x), sort_keys=True, default=str) for x in v]
+        if not v or len(set(keys)) < len(keys):
+            raise ParameterError(f"grid option {name} must list distinct values (got {v})")
+        values[name] = v
+    for name in ("servers", "tasks", "moldable"):
+        if name not in values:
+            raise ParameterError(f"{name} must be given in a moldable sweep")
+    if ("arrival_rate" in values) == ("utilization" in values):
+        raise ParameterError("give exactly one of arrival_rate and utilization in a moldable sweep (got "
+                             f"{'both' if 'arrival_rate' in values else 'neither'})")
+    for policy in values["moldable"]:
+        check_choice("moldable", policy, POLICIES)
+    for policy, option in _POLICY_OPTION.items():
+        if option in values and policy not in values["moldable"]:
+            raise ParameterError(f"{option} applies to moldable {policy!r} only, which this grid does not list "
+                                 f"(it lists {', '.join(values['moldable'])})")
+    if "patience" in values["moldable"]:
+        values.setdefault("patience_wait", ["min"])             # named in the table, as the default it is
+    points = [{}]
+    for name in (n for n in MOLDABLE_GRID if n in values):      # the last named varies fastest
+        points = [{**p, name: v} for p in points
+                  for v in (values[name] if name not in _POLICY_OPTION.values()
+                            or _POLICY_OPTION.get(p["moldable"]) == name else [None])]
+    points = [{k: v for k, v in p.items() if v is not None} for p in points]
+    if len(points) > MAX_POINTS:
+        raise ParameterError(f"a grid must have at most {MAX_POINTS:,} points (got {len(points):,})")
+    return points
+
+
+def _moldable_load(point: dict, jobs: int) -> tuple[float, float]:
+    """A moldable point checked as :func:`barrier_queues.moldable.simulate_moldable` checks it (before any
+    point runs); returns its arrival rate lambda and utilization rho = lambda k E[X] / s."""
+    from ._validation import check_positive
+    from .moldable import _checked_system
+
+    where = f" (point {point})"
+    try:
+        law = _checked_system(point["servers"], point["tasks"], point["moldable"], point.get("take_fraction"),
+                              point.get("patience_wait"), point.get("requirement"), point.get("barriers", 1),
+                              point.get("task_dist"), jobs, 10)[5]
+        per_job = point["tasks"] * law.mean() / point["servers"]        # rho / lambda
+        if "utilization" in point:
+            return check_positive("utilization", point["utilization"]) / per_job, float(point["utilization"])
+        rate = check_positive("arrival_rate", point["arrival_rate"])
+        return rate, rate * per_job
+    except ParameterError as e:
+        raise ParameterError(str(e) + where) from None
+
+
+def _moldable_row(point: dict, rate: float, rho: float, jobs: int, replications: int,
+                  seed: np.random.SeedSequence) -> dict:
+    """One point of a moldable sweep: :func:`barrier_queues.moldable.simulate_moldable`'s means, their
+    intervals and the stability verdict, as a flat row."""
+    from .moldable import simulate_moldable
+
+    out = simulate_moldable(point["servers"], point["tasks"], rate, point["moldable"], point.get("take_fraction"),
+                            point.get("patience_wait"), barriers=point.get("barriers", 1),
+                            task_dist=point.get("task_dist"), jobs=jobs, replications=replications, seed=seed,
+                            requirement=point.get("requirement"))
+    row = {**point, "arrival_rate": rate, "utilization": rho}
+    for key in ("waiting", "sojourn", "execution", "workers"):
+        ci = out["ci"][key] or (None, None)
+        row.update({f"mean_{key}": out[f"mean_{key}"], f"ci_low_{key}": ci[0], f"ci_high_{key}": ci[1]})
+    row.update(stable=out["stable"], reason=out.get("reason"), jobs=jobs, replications=replications,
+               warmup_jobs=max(out["warmup_jobs"]))
+    return row
+
+
+def moldable_sweep(grid: dict, out, jobs: int = 20_000, replications: int = 10, seed=None, fmt: str = "csv"):
+    """Moldable jobs over a grid (:data:`MOLDABLE_GRID`: ``servers``, ``tasks``, ``barriers``, ``task_dist``,
+    ``moldable`` policies, their ``take_fraction``/``patience_wait``/``requirement``, and the load as
+    ``arrival_rate`` or ``utilization`` rho = lambda k E[X] / s): one
+    :func:`barrier_queues.moldable.simulate_moldable` per point, its random streams from the sweep seed and the
+    point alone (:func:`point_seed`), so a point's numbers do not depend on the grid around it. Written to the
+    folder ``out`` as ``results.<fmt>`` (``results.partial.<fmt>`` while points are missing) beside a
+    ``manifest.json`` (the runs' settings, the seed, the content of every empirical task-law file, the points).
+    Rerun with more values to extend it, or after an interruption to finish it: only missing points run.
+    Refused before anything runs: a bad point (named), a folder of another kind, other settings or another
+    file content, a grid leaving out its points. A point that is not stable has empty means and says why
+    (``reason``). Returns the table (one row per point, ``point`` last)."""
+    import pandas as pd
+
+    from ._version import __version__
+    from .simulate import check_run
+
+    check_choice("format", fmt, ("csv", "parquet"))
+    jobs, replications, _ = check_run(jobs, replications, None)
+    points = _moldable_points(grid)
+    loads = [_moldable_load(p, jobs) for p in points]
+    if seed is not None:
+        seed = check_int("seed", seed, low=0, high=2**128 - 1, high_name="2**128 - 1")
+    keys = [json.dumps(_canonical(p), sort_keys=True) for p in points]
+    inputs = {}
+    for p in points:
+        inputs.update(input_digests(p))
+    folder = check_folder_path("out", out)
+    _open_folder_check(out)
+    lock = _take_lock(folder)
+    try:
+        old = _read_manifest(folder)
+        if seed is None:                 # the folder's seed, or fresh entropy
+            seed = int(old["seed"]) if old and old.get("kind") == "moldable" else np.random.SeedSequence().entropy
+        manifest = {"kind": "moldable", "jobs": jobs, "replications": replications, "seed": str(seed),
+                    "inputs": inputs, "version": __version__}
+        stored = _keyed_folder_rows(folder, manifest, keys)
+        _write_manifest(folder, {**manifest, "format": fmt, "points": points})
+        rows = {i: stored[key] for i, key in enumerate(keys) if key in stored}
+
+        columns = ([n for n in MOLDABLE_GRID if any(n in p for p in points) and n != "utilization"]
+                   + ["arrival_rate", "utilization"] + [f"{m}_{key}" for key in ("waiting", "sojourn", "execution",
+                                                                               "workers")
+                                                        for m in ("mean", "ci_low", "ci_high")]
+                   + ["stable", "reason", "jobs", "replications", "warmup_jobs", "point"])
+
+        def table():
+            return pd.DataFrame([{**rows[i], "point": i} for i in sorted(rows)], columns=columns)
+
+        last = time.monotonic()
+        for i, point in enumerate(points):
+            if i not in rows:
+                rows[i] = _moldable_row(point, *loads[i], jobs, replications, point_seed(seed, point))
+                if time.monotonic() - last > 2:
+                    _write_table(table(), folder, fmt, final=False)
+                    last = time.monotonic()
+        done = table()
+        _write_table(done, folder, fmt)
+        return done
+    finally:
+        _release_lock(lock)
+
 __all__ = ["FIELDS", "check_grid", "grid_from_options", "grow_replications", "point_key", "point_row", "point_seed",
-           "point_system", "run_point", "sweep", "trace_sweep"]
+           "point_system", "run_point", "sweep", "trace_sweep", "moldable_sweep", "MOLDABLE_GRID"]
