@@ -393,7 +393,7 @@ def test_mean_interval_coverage_on_mms_erlang_c(mms_trials):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("q", ["0.9", "0.99"])
+@pytest.mark.parametrize("q", [0.9, 0.99])
 def test_quantile_interval_coverage_on_mms_erlang_c(mms_trials, q):
     """The quantile's sectioning interval (pooled quantile +- t x spread of the replications' quantiles)
     covers the exact M/M/s waiting-time quantile, P(W > t) = C exp(-(s mu - lambda) t), at its level."""
@@ -415,8 +415,8 @@ def test_quantile_interval_coverage_on_mms_erlang_c(mms_trials, q):
 def test_quantile_interval_needs_jobs_beyond_the_quantile(mms_trials):
     # 6,000 jobs per replication leave about 6 beyond the 0.999 quantile: no interval (it would cover ~78 %)
     summary = mms_trials[2][0].summary()
-    assert all(math.isnan(x) for x in summary["quantile_ci"]["waiting"]["0.999"])
-    assert all(math.isfinite(x) for x in summary["quantile_ci"]["waiting"]["0.99"])
+    assert all(math.isnan(x) for x in summary["quantile_ci"]["waiting"][0.999])
+    assert all(math.isfinite(x) for x in summary["quantile_ci"]["waiting"][0.99])
 
 
 def test_batch_means_interval_coverage_on_mg1():
@@ -625,11 +625,11 @@ def test_summary_has_the_documented_fields():
     for key in ("jobs", "utilization", "useful_utilization", "mean_completed_tasks", "mean_waiting", "mean_sojourn",
                 "mean_execution", "quantiles", "ci", "jobs_per_second", "stable", "warmup", "quantile_accuracy"):
         assert key in s
-    assert set(s["quantiles"]["waiting"]) == {"0.5", "0.9", "0.99", "0.999"}
+    assert set(s["quantiles"]["waiting"]) == {0.5, 0.9, 0.99, 0.999}
     assert s["ci"]["method"].startswith("t interval over 20 batch means")
     assert s["ci"]["waiting_batches"]["batches"] == 20
     q = s["quantiles"]["sojourn"]
-    assert q["0.5"] <= q["0.9"] <= q["0.99"] <= q["0.999"]
+    assert q[0.5] <= q[0.9] <= q[0.99] <= q[0.999]
     sampled = simulate(S(**SAMPLED["barrier"]), jobs=20_000, seed=1).summary()
     assert 0 < sampled["held_share"] < 1
 
@@ -772,7 +772,7 @@ def test_quantiles_at_any_level_the_user_asks_for_and_their_intervals():
         assert res.quantile("sojourn", q) == pytest.approx(exact, rel=0.004)
         lo, hi = res.quantile_interval("sojourn", q)["interval"]
         assert lo <= res.quantile("sojourn", q) <= hi
-    assert res.quantile("waiting", 0.9) == res.summary()["quantiles"]["waiting"]["0.9"]
+    assert res.quantile("waiting", 0.9) == res.summary()["quantiles"]["waiting"][0.9]
     one = simulate(S(servers=16, tasks=4, arrival_rate=2.8), jobs=2_000, seed=4)
     assert one.quantile_interval("waiting", 0.5) == {
         "interval": None, "reason": "one replication: a quantile interval needs 2 or more"}

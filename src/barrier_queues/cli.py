@@ -501,7 +501,8 @@ def _print_simulation(out: dict) -> None:
     if out["stable"] is False:
         print(f"{'':13} no steady-state means: the means of this run grow with its length (run means:"
               f" {', '.join(f'{m} {v:.4g}' for m, v in out['run_means'].items())})")
-    print(f"{'':13} {'mean':>10} {'95% CI':>24} " + " ".join(f"{'q' + q:>10}" for q in out["quantiles"]["waiting"]))
+    print(f"{'':13} {'mean':>10} {'95% CI':>24} " + " ".join(f"{'q' + str(q):>10}"
+                                                         for q in out["quantiles"]["waiting"]))
     for name in ("waiting", "sojourn", "execution"):
         lo, hi = out["ci"][name] or (None, None)
         qs = " ".join(f"{v:>10.4f}" for v in out["quantiles"][name].values())
@@ -510,12 +511,31 @@ def _print_simulation(out: dict) -> None:
         lo, hi = c["ci"]["waiting"] or (None, None)
         label = f"k = {c['tasks']}{'' if c['barrier'] else ' plain'}"
         print(f"{label:<13} {'waiting':>7} {_fmt(c['mean_waiting'], '>10.4f')} [{_fmt(lo, '>10.4f')}, "
-              f"{_fmt(hi, '>10.4f')}] q0.99 {c['quantiles']['waiting']['0.99']:.4f}; {c['share']:.1%} of jobs"
+              f"{_fmt(hi, '>10.4f')}] q0.99 {c['quantiles']['waiting'][0.99]:.4f}; {c['share']:.1%} of jobs"
               + ("" if c.get("stable", True) else "; UNSTABLE (its queue or waiting grows)"))
+    if "aborted_share" in out:
+        _print_failures(out)
     for w in out.get("warnings") or []:
         print(f"warning       {w}")
     print(f"speed         {out['jobs_per_second']:,.0f} jobs/s end to end, "
           f"{out['kernel_jobs_per_second']:,.0f} jobs/s in the kernel")
+
+
+def _print_failures(out: dict) -> None:
+    """A run with failures: what the rows above cover, the aborts, attempts and goodput, and the sojourn of every
+    submitted job beside the completed jobs' one."""
+    ci = out["failure_ci"]
+    lo, hi = ci["aborted_share"]
+    print(f"failures      the rows above are the {out['jobs']:,} completed jobs measured; {out['aborted_jobs']:,} of "
+          f"{out['failure_jobs']:,} submitted jobs aborted ({out['aborted_share']:.2%}, 95% CI [{lo:.2%}, "
+          f"{hi:.2%}]); {out['mean_attempts']:.4f} attempts per job; goodput {out['goodput']:.4f}")
+    if out["mean_sojourn_submitted"] is None:
+        return                                  # unstable: no steady-state mean (run_means has this run's)
+    sub = ci.get("sojourn_submitted")
+    interval = f"95% CI [{sub[0]:.4f}, {sub[1]:.4f}]" if sub else "an interval needs 2 or more replications"
+    print(f"{'':13} sojourn of every submitted job (aborted ones until their abort) "
+          f"{out['mean_sojourn_submitted']:.4f} ({interval}); of the aborted ones "
+          f"{_fmt(out['mean_abort_sojourn'], '.4f')}")
 
 
 BOUND_OPTIONS = ("--servers", "--tasks", "--tasks-pmf", "--arrival-rate", "--utilization", "--task-rate",

@@ -93,7 +93,7 @@ def _simulate_curve(curve, systems, key: str, barriers: int, eps: float, jobs: i
                              f"(got {len(systems)}); raise min_needed_fraction or simulate a few k directly")
     results = simulate_many(systems, jobs=jobs, replications=replications, seed=seed, progress=show,
                             allow_unstable=True)
-    q = next((str(x) for x in QUANTILES if abs(x - (1 - eps)) < 1e-12), None)
+    q = next((x for x in QUANTILES if abs(x - (1 - eps)) < 1e-12), None)
     sims = [r.summary() for r in results]
     curve["mean_sojourn_sim"] = [x["mean_sojourn"] for x in sims]
     if q is not None:
@@ -208,7 +208,7 @@ def bounds_versus_simulation(configs: list, epsilon: float, jobs: int = 50_000, 
     import pandas as pd
 
     q = 1 - check_probability("epsilon", epsilon, open_low=True, open_high=True)
-    key = next((str(x) for x in QUANTILES if abs(x - q) < 1e-12), None)
+    key = next((x for x in QUANTILES if abs(x - q) < 1e-12), None)
     if key is None:
         raise ParameterError(f"epsilon must be one of 0.5, 0.1, 0.01, 0.001 to compare with simulated "
                              f"quantiles (got {epsilon!r})")
@@ -290,7 +290,7 @@ def random_point_check(n: int = 50, seed=20251214, jobs: int = 100_000, replicat
     def rows_for(i, system, summary, used_jobs, refined):
         out = []
         for eps in epsilons:
-            q = str(1 - eps)
+            q = next(x for x in QUANTILES if abs(x - (1 - eps)) < 1e-12)
             for form in forms:
                 b = bound(system, eps, form)
                 for metric, limit in (("waiting", b.waiting_quantile), ("sojourn", b.sojourn_quantile)):

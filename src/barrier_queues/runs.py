@@ -95,6 +95,8 @@ class Sink:
     CSV_FORMAT = ["%d", "%d"] + ["%.17g"] * 6 + ["%d", "%d", "%.17g", "%.17g", "%d", "%.17g"]
 
     def __init__(self, system, jobs, warmup, keep, csv_path, replication, measure_aborted=False):
+        """(With failures, ``failures`` counts every job and ``marks`` its running sums, see
+        :meth:`_count_failures`.)"""
         self.ks, self.classes = system.ks, len(class_labels(system))
         self.acc = RunAccumulator(jobs, floor=1e-6 * system.mean_task, warmup=warmup, classes=self.classes)
         self.keep = {f: [] for f in JOB_FIELDS} if keep else None
@@ -102,8 +104,10 @@ class Sink:
         self.index = 0
         self.replication = replication
         self.failures = ({"jobs": 0, "aborted": 0, "attempts": 0, "work": 0.0, "completed_work": 0.0,
-                          "useful": 0.0}
+                          "useful": 0.0, "sojourn": 0.0, "aborted_sojourn": 0.0}
                          if system.failure_rate is not None else None)
+        self.marks: dict = {"sojourn": [], "aborted_sojourn": [], "aborted": []}   # see _count_failures
+        self.mark_every = max(100, -(-int(jobs) // 100_000))     # at most 100,000 marks
         self.measure_aborted = measure_aborted      # saturated runs: every departure counts towards the limit
         if csv_path is not None:
             self.csv = open(csv_path, "w")  # noqa: SIM115 (closed in close())
@@ -164,8 +168,20 @@ class Sink:
         """Every job, aborted or not: attempts, aborts and the work done (they need no warm-up: a job's attempts
         do not depend on the queue, see :mod:`barrier_queues.failures`)."""
         f = self.failures
+        aborted, sojourn = chunk["aborted"], chunk["departure"] - chunk["arrival"]   # an aborted job: until its abort
+        # the running sums after every mark_every-th submitted job, so that the sojourn of every submitted job can
+        # be taken after the measured jobs' warm-up (known only at the end; see SimulationResult._failure_summary)
+        every = self.mark_every
+        at = np.arange(every - 1 - f["jobs"] % every, sojourn.size, every)
+        if at.size:
+            lost = np.where(aborted, sojourn, 0.0)
+            self.marks["sojourn"].append(f["sojourn"] + np.cumsum(sojourn)[at])
+            self.marks["aborted_sojourn"].append(f["aborted_sojourn"] + np.cumsum(lost)[at])
+            self.marks["aborted"].append(f["aborted"] + np.cumsum(aborted)[at])
+        f["sojourn"] += float(sojourn.sum())
+        f["aborted_sojourn"] += float(sojourn[aborted].sum())
         f["jobs"] += chunk["arrival"].size
-        f["aborted"] += int(chunk["aborted"].sum())
+        f["aborted"] += int(aborted.sum())
         f["attempts"] += int(chunk["attempts"].sum())
         f["work"] += float(chunk["work"].sum())
         f["completed_work"] += float(chunk["work"][~chunk["aborted"]].sum())
@@ -183,6 +199,9 @@ class Sink:
             jobs["attempts"] = jobs["attempts"].astype(np.int64)
             jobs["aborted"] = jobs["aborted"].astype(bool)
         partial = self.acc.partial()
+        if self.failures is not None:
+            self.failures["marks"] = {"every": self.mark_every, **{k: np.concatenate(v) if v else np.empty(0)
+                                                             for k, v in self.marks.items()}}
         partial.failures = self.failures
         return partial, jobs
 

@@ -239,14 +239,18 @@ class SimulationResult:
         return self.replications
 
     def metric(self, name: str, replication: int | None = None) -> np.ndarray:
-        """Per-job ``waiting``, ``sojourn`` or ``execution`` times after the warm-up (needs ``keep_jobs``)."""
+        """Per-job ``waiting``, ``sojourn`` or ``execution`` times after the warm-up (needs ``keep_jobs``): the
+        measured jobs of ``summary()``, so with failures the completed ones (:meth:`to_frame` has every job)."""
         check_choice("metric", name, METRICS)
         reps = self._kept()
         reps = reps if replication is None else [reps[replication]]
         parts = []
         for r in reps:
+            j = r.jobs
+            if self.system.failure_rate is not None and not r.saturated:
+                j = {k: j[k][~j["aborted"]] for k in ("arrival", "start", "departure")}
             w = slice(r.stats.warmup, None)
-            a, st, d = r.jobs["arrival"][w], r.jobs["start"][w], r.jobs["departure"][w]
+            a, st, d = j["arrival"][w], j["start"][w], j["departure"][w]
             parts.append(st - a if name == "waiting" else d - a if name == "sojourn" else d - st)
         return np.concatenate(parts)
 
@@ -278,7 +282,8 @@ class SimulationResult:
     def quantiles(self, metric: str, levels=QUANTILES, level: float = 0.95) -> dict[float, dict]:
         """Quantiles at any levels the caller asks for, keyed by the level as a float: ``{q: {"value": ...,
         "interval": [lo, hi] or None, "reason": why there is no interval, or None}}`` (see :meth:`quantile`
-        and :meth:`quantile_interval`). ``summary()`` keeps its fixed levels, keyed by text for JSON."""
+        and :meth:`quantile_interval`). ``summary()`` gives the levels of ``QUANTILES``, keyed the same way
+        (floats; text only in the JSON the command line prints)."""
         return {float(q): {"value": self.quantile(metric, q), **self.quantile_interval(metric, q, level)}
                 for q in levels}
 
@@ -322,7 +327,7 @@ class SimulationResult:
                 means = [r["sums"][m] / r["jobs"] for r in per_rep if r["jobs"] > 0]
                 row["ci"][m] = within(t_interval(means, level)) if len(means) >= 2 else None
                 pooled = merge_histograms([r["histograms"][m] for r in per_rep])
-                row["quantiles"][m] = {str(q): pooled.quantile(q) for q in QUANTILES}
+                row["quantiles"][m] = {q: pooled.quantile(q) for q in QUANTILES}
             if len(stats) < 2:
                 row["ci"]["reason"] = "one replication: per-class intervals need 2 or more replications"
             out.append(row)
@@ -362,11 +367,41 @@ class SimulationResult:
         out["failure_ci"]["aborted_share"] = wilson_interval(out["aborted_jobs"], int(jobs), level)
         out["failure_ci"]["method"] = ("t interval over replications (every job, no warm-up); aborted share: "
                                        "Wilson score interval over every job")
-        out["measured_jobs"] = "completed jobs only (aborted jobs are in aborted_share)"
+        out["measured_jobs"] = ("mean_waiting, mean_execution, mean_sojourn and the quantiles: the completed jobs "
+                                "only (aborted jobs are in aborted_share); mean_sojourn_submitted: every submitted "
+                                "job, an aborted one until its abort")
+        submitted = self._submitted_sojourn(level)
+        out["failure_ci"]["sojourn_submitted"] = submitted.pop("ci")
+        out.update(submitted)
         done = sum(f["completed_work"] for f in per)
         if done > 0:                        # the measured jobs are the completed ones: add the aborted ones' work
             # the aborted jobs' work is counted over every job, the window over the measured ones: at most 1
             out["utilization"] = min(1.0, utilization * sum(f["work"] for f in per) / done)
+        return out
+
+    def _submitted_sojourn(self, level: float) -> dict:
+        """With failures, the sojourn of every submitted job (an aborted job's from its arrival to its abort)
+        beside the completed jobs' ``mean_sojourn``: ``mean_sojourn_submitted`` and ``mean_abort_sojourn`` (the
+        aborted jobs' alone, None without aborts), after each replication's warm-up. The warm-up is the measured
+        (completed) jobs' one, carried to the submitted jobs at the first mark (every ``marks["every"]``-th
+        submitted job, see :class:`barrier_queues.runs.Sink`) where that many jobs have completed; t interval
+        over replications (two or more)."""
+        sums, means = [0.0, 0, 0.0, 0], []
+        for s in self.stats:
+            f = s.extra["failures"]
+            marks, every = f["marks"], f["marks"]["every"]
+            done = (np.arange(1, marks["sojourn"].size + 1) * every) - marks["aborted"]   # completed at each mark
+            i = int(np.searchsorted(done, s.warmup)) if s.warmup > 0 else -1
+            if i >= marks["sojourn"].size:
+                continue                                  # the warm-up reaches past the last mark
+            cut = {k: (marks[k][i] if i >= 0 else 0) for k in ("sojourn", "aborted_sojourn", "aborted")}
+            rep = [f["sojourn"] - cut["sojourn"], f["jobs"] - (i + 1) * every,
+                   f["aborted_sojourn"] - cut["aborted_sojourn"], f["aborted"] - int(cut["aborted"])]
+            sums = [a + b for a, b in zip(sums, rep, strict=True)]
+            means.append(rep[0] / rep[1])
+        out = {"mean_sojourn_submitted": sums[0] / sums[1] if sums[1] else None,
+               "mean_abort_sojourn": sums[2] / sums[3] if sums[3] else None}
+        out["ci"] = within(t_interval(means, level), 0.0, math.inf) if len(means) >= 2 else None
         return out
 
     def _stability(self, out: dict) -> None:
@@ -440,6 +475,12 @@ class SimulationResult:
         for m in METRICS:
             out[f"mean_{m}"] = None
             out["ci"][m] = None
+        for key in ("mean_sojourn_submitted", "mean_abort_sojourn"):         # with failures
+            if key in out:
+                out["run_means"][key.removeprefix("mean_")] = out[key]
+                out[key] = None
+        if "failure_ci" in out:
+            out["failure_ci"]["sojourn_submitted"] = None
         for row in out.get("classes", []):
             row["run_means"] = {m: row[f"mean_{m}"] for m in METRICS}
             for m in METRICS:
@@ -540,11 +581,11 @@ class SimulationResult:
                 bm = batch_means_interval(stats[0].block_means[name], 20, level)
                 out["ci"][name] = within(bm["interval"])
                 out["ci"][f"{name}_batches"] = {k: bm[k] for k in ("batches", "lag1", "pvalue", "independent")}
-            out["quantiles"][name] = {str(q): self.quantile(name, q) for q in QUANTILES}
+            out["quantiles"][name] = {q: self.quantile(name, q) for q in QUANTILES}
             out["quantile_ci"][name] = {}
             for q in QUANTILES:
                 ci = self.quantile_interval(name, q, level)["interval"]
-                out["quantile_ci"][name][str(q)] = ci if ci is not None else [float("nan"), float("nan")]
+                out["quantile_ci"][name][q] = ci if ci is not None else [float("nan"), float("nan")]
         out["ci"]["method"] = ("t interval over replications" if len(stats) >= 2 else
                                "t interval over 20 batch means of one replication")
         self._stability(out)

@@ -615,7 +615,7 @@ def compare_with_simulation(runs: list[SparkRun], jobs: int = 200_000, replicati
     from .simulate import simulate_many
     from .statistics import QUANTILES
 
-    key = next((str(x) for x in QUANTILES if abs(x - quantile) < 1e-12), None)
+    key = next((x for x in QUANTILES if abs(x - quantile) < 1e-12), None)
     if key is None:
         raise ParameterError(f"quantile must be one of {list(QUANTILES)} (got {quantile!r})")
     configs, labels = [], []

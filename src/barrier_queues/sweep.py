@@ -202,6 +202,10 @@ def point_row(index: int, point: dict, system: BarrierSystem, summary: dict) -> 
             lo, hi = summary["failure_ci"][key] or (None, None)
             row[f"{key}_ci_low"], row[f"{key}_ci_high"] = _plain(lo), _plain(hi)
         row["aborted_jobs"] = summary["aborted_jobs"]
+        row["mean_sojourn_submitted"] = _plain(summary["mean_sojourn_submitted"])     # aborted jobs until abort
+        lo, hi = summary["failure_ci"]["sojourn_submitted"] or (None, None)
+        row["mean_sojourn_submitted_ci_low"], row["mean_sojourn_submitted_ci_high"] = _plain(lo), _plain(hi)
+        row["mean_abort_sojourn"] = _plain(summary["mean_abort_sojourn"])
     if "precision" in summary:                          # a run to a precision: met, the worst mean's, jobs used
         pr = summary["precision"]
         row["precision_met"] = pr["met"]
