@@ -260,3 +260,36 @@ def test_spark_analyze_carries_the_harness_serving_verdict():
     alone = json.loads(subprocess.run(cmd + [str(REAL), "--json"], capture_output=True, text=True,
                                       check=True).stdout)
     assert alone["serving"] is None or alone["serving"]["honest"] is True
+
+
+def test_a_stage_a_later_job_lists_again_keeps_its_tasks_with_the_job_that_ran_them(tmp_path):
+    """Spark lists a shuffle map stage again in a later job that reuses its output (skipped there) and resubmits
+    it in that job after a fetch failure (stage attempt 1). Job 0 ran stage 0's first tasks; job 1 reran one
+    of them: each keeps its own tasks, and neither is dropped for impossible times."""
+    def task(tid, stage, attempt, launch, finish, reason="Success"):
+        info = {"Task ID": tid, "Index": tid % 2, "Attempt": 0, "Launch Time": launch, "Executor ID": "0",
+                "Host": "h", "Finish Time": 0, "Getting Result Time": 0, "Failed": reason != "Success",
+                "Killed": False}
+        return [_event("SparkListenerTaskStart", **{"Stage ID": stage, "Stage Attempt ID": attempt,
+                                                    "Task Info": info}),
+                _event("SparkListenerTaskEnd", **{"Stage ID": stage, "Stage Attempt ID": attempt,
+                                                  "Task End Reason": {"Reason": reason},
+                                                  "Task Info": {**info, "Finish Time": finish},
+                                                  "Task Metrics": {"Executor Run Time": finish - launch}})]
+    start = {"Stage Infos": [{"RDD Info": [{"Barrier": False}]}], "Properties": {}}
+    lines = [_event("SparkListenerJobStart", **{"Job ID": 0, "Submission Time": 0, "Stage IDs": [0, 1], **start}),
+             *task(0, 0, 0, 10, 100), *task(1, 0, 0, 10, 120), *task(2, 1, 0, 130, 200), *task(3, 1, 0, 130, 210),
+             _event("SparkListenerJobEnd", **{"Job ID": 0, "Completion Time": 215,
+                                              "Job Result": {"Result": "JobSucceeded"}}),
+             _event("SparkListenerJobStart", **{"Job ID": 1, "Submission Time": 1000, "Stage IDs": [0, 2], **start}),
+             *task(4, 2, 0, 1010, 1050, reason="FetchFailed"), *task(5, 2, 0, 1010, 1100),
+             *task(6, 0, 1, 1200, 1300), *task(7, 2, 1, 1310, 1400),
+             _event("SparkListenerJobEnd", **{"Job ID": 1, "Completion Time": 1405,
+                                              "Job Result": {"Result": "JobSucceeded"}})]
+    log = tmp_path / "reused"
+    log.write_text("\n".join(lines) + "\n")
+    tables = parse_event_log(log)
+    owner = tables.tasks.set_index("task_id").job_id
+    assert owner.tolist() == [0, 0, 0, 0, 1, 1, 1, 1] and not tables.warnings
+    assert list(tables.jobs.job_id) == [0, 1] and tables.jobs.tasks.tolist() == [4, 4]
+    assert tables.tasks.set_index("task_id").stage_attempt[6] == 1

@@ -197,8 +197,8 @@ def _read_log(path) -> dict:
             stages = _need(e, "Stage IDs", where)
             if not isinstance(stages, list):
                 raise EventLogError(f"{where}: field 'Stage IDs' must be a list (got {stages!r})")
-            for sid in stages:
-                stage_job[sid] = jid
+            for sid in stages:                # a stage a later job reuses (skipped, or resubmitted in it) is
+                stage_job.setdefault(sid, []).append(jid)      # listed by each: see _owner
         elif kind == "SparkListenerJobEnd":
             jid = _number(e, "Job ID", where)
             if jid in job_end:
@@ -258,6 +258,16 @@ def _check_complete(path, log: dict) -> None:
 
 
 
+def _owner(jobs: list, launch_ms: float, job_start: dict) -> int:
+    """The job a task of a stage listed by ``jobs`` ran for: a shuffle map stage of one job may be listed again
+    by a later job, which skips it or, after a fetch failure, resubmits it; the task belongs to the last of those
+    jobs submitted by its launch (the first, for a task launched before all of them)."""
+    if len(jobs) == 1:
+        return jobs[0]
+    before = [j for j in jobs if job_start[j]["Submission Time"] <= launch_ms]
+    return max(before, key=lambda j: job_start[j]["Submission Time"]) if before else jobs[0]
+
+
 def _task_table(log: dict, sec) -> tuple[pd.DataFrame, dict]:
     """One row per task attempt; and the jobs with impossible task times (job -> where)."""
     task_end, stage_job = log["task_end"], log["stage_job"]
@@ -271,14 +281,15 @@ def _task_table(log: dict, sec) -> tuple[pd.DataFrame, dict]:
         if sid not in stage_job:
             raise EventLogError(f"{where}: task {tid} belongs to stage {sid}, which no job started")
         launch, finish = sec(info["Launch Time"]), sec(info["Finish Time"])
+        jid = _owner(stage_job[sid], info["Launch Time"], log["job_start"])
         if finish < launch:
-            bad_jobs.setdefault(stage_job[sid], f"{where} (task {tid} finishes before its launch)")
+            bad_jobs.setdefault(jid, f"{where} (task {tid} finishes before its launch)")
         getting = sec(info["Getting Result Time"]) if info.get("Getting Result Time") else 0.0
         deser = metrics.get("Executor Deserialize Time", 0) / 1000
         run = metrics.get("Executor Run Time", 0) / 1000
         ser = metrics.get("Result Serialization Time", 0) / 1000
         fetch = (finish - getting) if info.get("Getting Result Time") else 0.0
-        rows.append({"job_id": stage_job[sid], "stage_id": sid,
+        rows.append({"job_id": jid, "stage_id": sid,
                      "stage_attempt": e.get("Stage Attempt ID", 0), "task_id": tid,
                      "index": info.get("Index"), "partition": info.get("Partition ID", info.get("Index")),
                      "attempt": attempt, "executor": str(info["Executor ID"]),
