@@ -748,3 +748,28 @@ def test_a_huge_run_is_refused_at_once_and_a_long_one_says_so_first():
         proc.kill()
         proc.wait()
     assert first.startswith("barrier-queues: this run draws 1e+09 task times; it takes a while")
+
+
+def test_the_numbers_the_readme_quotes_are_what_its_commands_print():
+    """The README's quoted results, run as printed: the output shown under the stability example (every number,
+    exactly), the knee example's limits ("the same options to stability": rho_max and its useful part, to the
+    digits quoted) and the jobs, rounds and replications the precision example needs."""
+    import re
+    import shlex
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = re.search(r"^\$ barrier-queues (stability [^\n]*--json)\n((?:[^$`][^\n]*\n)+)", text, re.M)
+    quoted = dict(re.findall(r'"(\w+)": (-?[\d.]+(?:e-?\d+)?)', block.group(2)))
+    printed = json.loads(run(*shlex.split(block.group(1))).stdout)
+    assert len(quoted) >= 5 and all(repr(printed[k]) == v for k, v in quoted.items()), (quoted, printed)
+    knee = re.search(r"\$ barrier-queues (simulate -s 16 -k 8 -b 2 --release knee [^\\]*)\\\n\s+(--task-dist \S+)"
+                     r"[^\n]*rho_max ([\d.]+) \(([\d.]+) useful\)", text)
+    options = [o for o in shlex.split(knee.group(1) + knee.group(2)) if o != "simulate"]
+    limit = json.loads(run("stability", *options, "--json").stdout)
+    digits = len(knee.group(3).split(".")[1])
+    assert [f"{limit['rho_max']:.{digits}f}", f"{limit['rho_useful']:.{digits}f}"] == [knee.group(3), knee.group(4)]
+    precision = re.search(r"\$ barrier-queues (simulate [^\n#]*--precision 0\.01[^\n#]*?)\s+#", text).group(1)
+    needs = re.search(r"The line above needs ([\d.]+) million jobs \((\d+) rounds, (\d+)\s+replications",
+                      text.replace("\n", " "))
+    got = json.loads(run(*shlex.split(precision), "--json").stdout)["precision"]
+    assert [f"{got['jobs_used'] / 1e6:.1f}", str(got["rounds"]), str(got["replications"])] == list(needs.groups())
