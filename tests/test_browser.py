@@ -4,8 +4,9 @@ Every HTML page of the book is opened from a local HTTP server; the test
 checks that the page loads no script or stylesheet from the network, that
 formulas are typeset by the MathJax the site itself serves (MathJax output
 elements present, no raw ``\\(`` left), that every image has been decoded
-(naturalWidth > 0), that every chapter with figures shows them, that tables
-wider than the text scroll inside their box, and that every internal link
+(naturalWidth > 0), that every chapter with figures shows them, that no page
+is taller than 15,000 px at 1280 px wide and no element is wider than the text
+column (nothing cut, nothing scrolled sideways), and that every internal link
 (and its #anchor) resolves. External links are counted, not fetched.
 Screenshots are saved under ``_build/screenshots``.
 """
@@ -27,6 +28,26 @@ MATH_PAGES = ("intro", "stability", "ctmc", "bounds", "spark", "partial", "phase
 FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-dev-shm-usage", "--window-size=1280,1600"]
+
+
+#: the tallest page a reader should scroll through at 1280 px wide (px)
+MAX_PAGE_PX = 15_000
+#: every element of the text column that is wider than it: its right edge beyond the column's (the outermost
+#: such element only), or a box that must scroll sideways to show its content (a code line, a wide table);
+#: MathJax's own boxes and folded (invisible) content left out
+WIDER_THAN_COLUMN = """
+const art = document.querySelector('article'); if (!art) return [];
+const right = art.getBoundingClientRect().right + 1;
+const out = [];
+for (const e of art.querySelectorAll('*')) {
+  const r = e.getBoundingClientRect();
+  if (r.width === 0 || r.height === 0 || (e.closest('mjx-container') && !e.matches('mjx-container'))) continue;
+  const scrolls = e.scrollWidth > e.clientWidth + 1 && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+  const beyond = r.right > right && e.parentElement.getBoundingClientRect().right <= right;
+  if (scrolls || beyond) out.push(e.tagName + ' ' + (e.textContent || '').trim().slice(0, 40));
+}
+return out;
+"""
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -90,7 +111,7 @@ def test_every_page_loads_with_its_figures_and_links(site, browser):
     shots.mkdir(parents=True, exist_ok=True)
     pages = _pages(html)
     assert "book/intro.html" in pages and "book/reference/api.html" in pages
-    broken, external, checked, math_pages = [], set(), 0, 0
+    broken, external, checked, math_pages, too_long, too_wide = [], set(), 0, 0, [], []
     for page in pages:
         browser.get(base + page)
         # index.html redirects to the first chapter: wait until whatever page it lands on has loaded
@@ -117,12 +138,12 @@ def test_every_page_loads_with_its_figures_and_links(site, browser):
             assert typeset > 0, f"{page}: no formula typeset (MathJax did not run)"
             math_pages += 1
         assert "\\(" not in text and "\\)" not in text, f"{page}: raw TeX delimiters left untypeset"
-        overflowing = browser.execute_script(
-            "const art = document.querySelector('article'); if (!art) return [];"
-            "const right = art.getBoundingClientRect().right + 1;"
-            "return Array.from(art.querySelectorAll('table')).filter(t => t.getBoundingClientRect().right > right)"
-            ".map(t => t.textContent.slice(0, 40));")
-        assert not overflowing, f"{page}: tables overflow the text column: {overflowing}"
+        height = browser.execute_script("return document.documentElement.scrollHeight")
+        if height > MAX_PAGE_PX:
+            too_long.append(f"{page}: {height:,} px")
+        wide = browser.execute_script(WIDER_THAN_COLUMN)
+        if wide:
+            too_wide.append(f"{page}: {len(wide)} element(s), first {wide[:3]}")
         browser.save_screenshot(str(shots / (page.replace("/", "_")[:-5] + ".png")))
         for href in browser.execute_script("return Array.from(document.querySelectorAll('a[href]')).map(a => a.href)"):
             url = urllib.parse.urlsplit(href)
@@ -142,6 +163,8 @@ def test_every_page_loads_with_its_figures_and_links(site, browser):
                 if not re.search(rf'id="{re.escape(urllib.parse.unquote(url.fragment))}"', text):
                     broken.append(f"{page} -> {href} (no such anchor)")
     assert not broken, "broken links:\n" + "\n".join(broken[:30])
+    assert not too_long, f"pages over {MAX_PAGE_PX:,} px at 1280 px wide:\n" + "\n".join(too_long)
+    assert not too_wide, "elements wider than the text column (cut, or scrolled sideways):\n" + "\n".join(too_wide)
     assert checked > 50 and math_pages == len(MATH_PAGES)
     print(f"{len(pages)} pages, {checked} internal links checked, {len(external)} external links not fetched")
 

@@ -7,6 +7,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import barrier_queues as bq
 from barrier_queues.moldable import moldable_compiled, moldable_run, simulate_moldable
@@ -152,6 +154,20 @@ def test_the_kernel_equals_the_plain_reference_bit_for_bit(policy, f, wait, two_
         _same(moldable_compiled(*args), moldable_run(*args))
 
 
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(case=st.sampled_from(POLICY_CASES), s=st.integers(1, 12), k=st.integers(1, 20), two=st.booleans(),
+       law=st.sampled_from(["exponential", "lognormal"]), load=st.floats(0.05, 1.4), seed=st.integers(0, 2**16),
+       need=st.integers(1, 12), mu=st.sampled_from([0.25, 1.0, 3.0]))
+def test_the_kernel_equals_the_plain_reference_on_drawn_configurations(case, s, k, two, law, load, seed, need, mu):
+    """Configurations no one chose: any policy and estimate, s and k from 1 (k above s too), 1 or 2 barriers,
+    loads up to 1.4 (beyond some policies' limits), a heavy-tailed law, any requirement, the rate the patience
+    estimates use: every job's start, departure and workers equal to the plain reference's."""
+    policy, f, wait = case
+    arrivals, times, u = _path(seed, s, k, 300, load=load, law=law)
+    args = (arrivals, k, times, s, policy, f, u, wait, two, mu, min(need, s))
+    _same(moldable_compiled(*args), moldable_run(*args))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_the_kernel_equals_the_plain_reference_on_long_paths(seed):
@@ -214,3 +230,19 @@ def test_the_simulation_runs_the_kernel_and_equals_the_reference_run():
         assert fast[key] == plain[key]
     with pytest.raises(bq.ParameterError, match="jobs x tasks must be at most"):
         simulate_moldable(servers=4, tasks=10_000, arrival_rate=0.1, policy="take-random", jobs=50_000_000)
+
+
+def test_the_load_as_a_utilization_and_one_replication_on_the_command_line():
+    """simulate --moldable takes --utilization (rho = lambda k E[X] / s: here lambda = 0.3 x 4 / (6 x 2) = 0.1)
+    as it takes --arrival-rate, the same numbers; one replication says it has no interval (no 'nan')."""
+    cli = [sys.executable, "-m", "barrier_queues.cli", "simulate", "-s", "4", "-k", "6", "--moldable",
+           "take-random", "--task-dist", "exponential:rate=0.5", "--jobs", "2000", "--seed", "3"]
+    by_rho = subprocess.run(cli + ["--utilization", "0.3", "--json"], capture_output=True, text=True, check=True)
+    by_rate = subprocess.run(cli + ["--arrival-rate", "0.1", "--json"], capture_output=True, text=True, check=True)
+    a, b = json.loads(by_rho.stdout), json.loads(by_rate.stdout)
+    assert a["config"]["arrival_rate"] == pytest.approx(0.1, rel=1e-15) and a["mean_sojourn"] == pytest.approx(
+        b["mean_sojourn"], rel=1e-12)
+    text = subprocess.run(cli + ["--utilization", "0.3"], capture_output=True, text=True, check=True).stdout
+    assert "nan" not in text and "an interval needs 2 or more replications" in text
+    both = subprocess.run(cli + ["--utilization", "0.3", "--arrival-rate", "0.1"], capture_output=True, text=True)
+    assert both.returncode == 2 and "one of --arrival-rate and --utilization" in both.stderr

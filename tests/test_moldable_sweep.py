@@ -141,3 +141,14 @@ def test_the_command_prints_the_table_and_strict_json(tmp_path):
     assert [x["moldable"] for x in rows] == ["take-fraction", "take-fraction", "take-random"]
     assert (pd.read_csv(tmp_path / "a" / "results.csv").mean_sojourn.tolist()
             == [x["mean_sojourn"] for x in rows])
+
+
+def test_deterministic_arrivals_reach_every_point(tmp_path):
+    """--arrival deterministic reaches every point (its row is simulate_moldable's with that arrival law)."""
+    table = moldable_sweep({"servers": 4, "tasks": 4, "arrival": "deterministic", "moldable": "take-random",
+                            "arrival_rate": 0.5}, tmp_path / "s", **RUN)
+    point = json.loads((tmp_path / "s" / "manifest.json").read_text())["points"][0]
+    r = simulate_moldable(4, 4, 0.5, "take-random", arrival="deterministic", jobs=3_000, replications=3,
+                          seed=point_seed(7, point))
+    poisson = simulate_moldable(4, 4, 0.5, "take-random", jobs=3_000, replications=3, seed=point_seed(7, point))
+    assert table.mean_waiting[0] == r["mean_waiting"] != poisson["mean_waiting"]

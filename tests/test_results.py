@@ -65,6 +65,17 @@ def test_provenance_is_shown_as_one_line_of_markdown(tmp_path):
                           "no simulation."
 
 
+def test_a_long_provenance_line_folds_its_parameters():
+    """Over FOLD_PROVENANCE characters (22 runs named, say) the line keeps what produced the result and folds
+    the rest under it, as HTML (escaped: no value is read as markup)."""
+    runs = [f"s8-k{k}-rho0.{r}<x>" for k in range(1, 12) for r in (3, 5)]
+    md = source("spark_analysis.serving_check", {"runs": runs})._repr_markdown_()
+    head, folded = md.split("\n\n", 1)
+    assert head == "**Source**: produced by `spark_analysis.serving_check`."
+    assert folded.startswith("<details><summary>its parameters</summary>") and folded.endswith("</details>")
+    assert "s8-k1-rho0.3&lt;x&gt;" in folded and "<x>" not in folded
+
+
 def test_save_table_writes_csv_and_provenance_that_read_back(tmp_path):
     table = pd.DataFrame({"k": [1, 2], "rho": [1 / 3, 0.5], "ci": [(0.1, 0.2), (0.3, 0.4)]})
     rec = save_table(table, "tab0", chapter="spark", function="spark_analysis.run_summary",
@@ -149,7 +160,7 @@ def test_spark_figure_marks_unstable_simulations_instead_of_plotting_their_numbe
         assert 1e6 not in drawn                                  # the unstable number is not drawn
         marks = [line for line in ax.get_lines() if list(line.get_ydata()) == [0.97]]
         assert len(marks) == 1 and marks[0].get_xdata()[0] == pytest.approx(1.0 + 0.012)
-    assert "simulation unstable (no steady state)" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "simulation unstable (no steady state)" in [t.get_text() for t in fig.legends[0].get_texts()]   # below all
     plt.close(fig)
 
 
@@ -209,3 +220,47 @@ def test_show_table_cuts_a_long_table_and_says_where_the_whole_one_is(tmp_path, 
     shown.clear()
     results.show_table(table.head(3), "t", folder=str(tmp_path), rows=5, whole=table)
     assert "all 3 rows of a summary; the whole table (30 rows, 3 columns)" in shown[1]["text/markdown"]
+
+
+def test_a_figure_a_reader_would_trip_over_is_refused(tmp_path):
+    """save_figure runs figures.figure_problems on every figure of the book: tick labels that overlap (long
+    labels on a narrow axis) and a legend too small once a wide figure is scaled to the text column are
+    refused, naming the figure; the same figure with room for its labels and figures.legend_fontsize passes."""
+    from barrier_queues.figures import MIN_TEXT_PX, figure_problems, legend_fontsize
+
+    def draw(fixed: bool):
+        crowded, ax = plt.subplots(figsize=(5, 3))
+        ax.plot(range(6), range(6))
+        ax.set_xticks(range(6), [f"{'k' if fixed else 'tasks per job k'} = {i}" for i in range(6)])
+        wide, ax = plt.subplots(figsize=(12, 4))
+        ax.plot(range(6), range(6), label="a line")
+        ax.legend(fontsize=legend_fontsize(wide, 8) if fixed else 8)
+        return crowded, wide
+
+    crowded, wide = draw(False)
+    assert [p.split(" (")[0] for p in figure_problems(crowded)] == [
+        "panel 1: x tick labels 'tasks per job k = 0' and 'tasks per job k = 1' overlap"]
+    assert [p.split(" px")[0] for p in figure_problems(wide)] == ["a legend's text shows 7.9"]
+    for name, fig in (("crowded", crowded), ("wide", wide)):
+        with pytest.raises(ParameterError, match=f"figure '{name}' would trip a reader"):
+            save_figure(fig, name, chapter="t", function="f", parameters={}, folder=tmp_path)
+    assert not list(tmp_path.iterdir())
+    for fig in draw(True):
+        assert figure_problems(fig) == []
+        save_figure(fig, f"clear{id(fig)}", chapter="t", function="f", parameters={}, folder=tmp_path)
+    assert legend_fontsize(crowded, 8) == 8 and legend_fontsize(wide, 8) * 100 / 72 * 676 / 1320 >= MIN_TEXT_PX
+    plt.close("all")
+
+
+def test_a_long_list_of_findings_folds_its_lines_under_the_verdicts():
+    from barrier_queues.results import FOLD_FINDINGS, findings
+
+    claims = [{"result": f"Fig. {i}", "claim": "a claim", "reproduced": f"{i}.0", "verdict": "agrees"}
+              for i in range(FOLD_FINDINGS + 1)]
+    short = findings(claims[:FOLD_FINDINGS])
+    assert "<details>" not in short and short.count("\n* ") == FOLD_FINDINGS
+    long = findings(claims)
+    head, rest = long.split("<details>", 1)
+    assert head.startswith(f"**{FOLD_FINDINGS + 1} statements checked** (13 agree):")
+    assert "Fig. 12 (*agrees*)." in head and "we find" not in head
+    assert rest.count("\n* ") == FOLD_FINDINGS + 1 and rest.rstrip().endswith("</details>")

@@ -328,7 +328,7 @@ def _print_stability(out: dict) -> None:
 #: simulate's options that moldable jobs refuse (Appendix B, section 7), and the value each must keep
 MOLDABLE_REFUSED = {"tasks_pmf": None, "needed": None, "barrier_fraction": None, "scheduling": None,
                     "placement": None, "phases": None, "release": None, "failure_rate": None, "overhead": None,
-                    "workload": None, "utilization": None, "jobs_csv": None, "precision": None,
+                    "workload": None, "jobs_csv": None, "precision": None,
                     "precision_abs": None, "budget": None, "warmup": None}
 
 
@@ -336,13 +336,13 @@ def _simulate_moldable(args) -> dict:
     from .moldable import simulate_moldable
 
     given = [name for name, default in MOLDABLE_REFUSED.items() if getattr(args, name, None) != default]
-    if args.saturated and args.arrival_rate is not None:
-        given.append("arrival_rate")
+    if args.saturated:
+        given += [name for name in ("arrival_rate", "utilization") if getattr(args, name) is not None]
     if given:
         flags = ", ".join("--" + g.replace("_", "-") for g in given)
         raise ParameterError(f"--moldable must not be combined with {flags} (one k of barrier jobs, the central FIFO "
-                             "queue, fixed release, one phase, no failures; --arrival-rate gives the load, or "
-                             "--saturated the limit)")
+                             "queue, fixed release, one phase, no failures; --arrival-rate or --utilization gives "
+                             "the load, or --saturated the limit)")
     law = args.task_dist if args.task_dist is not None else (
         None if args.task_rate is None else f"exponential:rate={args.task_rate!r}")
     if args.saturated:
@@ -355,16 +355,23 @@ def _simulate_moldable(args) -> dict:
                                  replications=max(args.replications, 2), seed=args.seed, requirement=args.requirement)
         out.update(mode="moldable-saturated", config={"servers": args.servers, "tasks": args.tasks,
                                                       "barriers": args.barriers or 1, "task_dist": law,
-                                                      "seed": args.seed})
+                                                      "seed": args.seed, "replications_asked": args.replications})
         return out
-    if args.servers is None or args.tasks is None or args.arrival_rate is None:
-        raise ParameterError("--moldable needs --servers, --tasks and --arrival-rate")
-    out = simulate_moldable(args.servers, args.tasks, args.arrival_rate, args.moldable, args.take_fraction,
+    if args.servers is None or args.tasks is None or (args.arrival_rate is None) == (args.utilization is None):
+        raise ParameterError("--moldable needs --servers, --tasks and one of --arrival-rate and --utilization")
+    rate = args.arrival_rate
+    if args.utilization is not None:              # rho = lambda k E[X] / s
+        from .distributions import parse_task_distribution
+
+        mean = parse_task_distribution(law or "exponential:rate=1").mean()
+        rate = args.utilization * args.servers / (args.tasks * mean)
+    out = simulate_moldable(args.servers, args.tasks, rate, args.moldable, args.take_fraction,
                             args.patience_wait, barriers=args.barriers or 1, task_dist=law,
                             arrival=args.arrival or "poisson", jobs=args.jobs, replications=args.replications,
                             seed=args.seed, requirement=args.requirement)
     out.update(mode="moldable", config={"servers": args.servers, "tasks": args.tasks, "barriers": args.barriers or 1,
-                                        "arrival_rate": args.arrival_rate, "task_dist": law, "seed": args.seed})
+                                        "arrival_rate": rate, "utilization": args.utilization, "task_dist": law,
+                                        "seed": args.seed})
     return out
 
 
@@ -430,8 +437,10 @@ def _print_moldable(out: dict) -> None:
     if out.get("mode") == "moldable-saturated":
         cfg = out["config"]
         lo, hi = out["lambda_max_ci"]
+        more = (" (an interval needs at least 2 replications)" if out["replications"] != cfg["replications_asked"]
+                else "")
         print(f"moldable {out['moldable']} jobs: s = {cfg['servers']}, k = {cfg['tasks']}, {cfg['barriers']} "
-              f"barrier(s), always backlogged; {out['replications']} x {out['jobs']:,} jobs")
+              f"barrier(s), always backlogged; {out['replications']} x {out['jobs']:,} jobs{more}")
         print(f"lambda_max  {out['lambda_max']:.6g}  [{lo:.6g}, {hi:.6g}]")
         print(f"rho_max     {out['rho_max']:.6g}  [{out['rho_max_ci'][0]:.6g}, {out['rho_max_ci'][1]:.6g}]")
         return
@@ -442,8 +451,9 @@ def _print_moldable(out: dict) -> None:
         print(f"not stable: {out['reason']} (no steady-state means)")
         return
     for key in ("waiting", "sojourn", "execution", "workers"):
-        lo, hi = out["ci"][key] or (math.nan, math.nan)
-        print(f"mean {key:<10} {out[f'mean_{key}']:.6g}  [{lo:.6g}, {hi:.6g}]")
+        ci = out["ci"][key]
+        interval = f"[{ci[0]:.6g}, {ci[1]:.6g}]" if ci else "(an interval needs 2 or more replications)"
+        print(f"mean {key:<10} {out[f'mean_{key}']:.6g}  {interval}")
 
 
 def _print_simulation(out: dict) -> None:
@@ -646,7 +656,8 @@ def _sweep(args) -> dict:
 
 
 #: the system options a moldable sweep takes (Appendix B, section 7: the rest are refused)
-MOLDABLE_SWEEP_OPTIONS = ("servers", "tasks", "barriers", "task_dist", "task_rate", "arrival_rate", "utilization")
+MOLDABLE_SWEEP_OPTIONS = ("servers", "tasks", "barriers", "task_dist", "task_rate", "arrival", "arrival_rate",
+                          "utilization")
 
 
 def _refused_run_flags(args, kept=()) -> list[str]:
@@ -682,8 +693,9 @@ def _moldable_sweep(args) -> dict:
     law = args.task_dist if args.task_dist is not None else (
         None if args.task_rate is None else f"exponential:rate={args.task_rate[0]!r}")
     grid = {"servers": args.servers, "tasks": args.tasks, "barriers": args.barriers, "task_dist": law,
-            "moldable": args.moldable, "take_fraction": args.take_fraction, "patience_wait": args.patience_wait,
-            "requirement": args.requirement, "arrival_rate": args.arrival_rate, "utilization": args.utilization}
+            "arrival": args.arrival, "moldable": args.moldable, "take_fraction": args.take_fraction,
+            "patience_wait": args.patience_wait, "requirement": args.requirement, "arrival_rate": args.arrival_rate,
+            "utilization": args.utilization}
     table = moldable_sweep({k: v for k, v in grid.items() if v is not None}, args.out, jobs=args.jobs,
                            replications=args.replications, seed=args.seed, fmt=args.format)
     return {"out": args.out, "points": int(len(table)), "backend": "local",

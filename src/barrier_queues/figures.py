@@ -30,6 +30,29 @@ def use_theme() -> None:
     plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 150, "figure.autolayout": False})
 
 
+#: the book's text column at a 1280 px wide window (px; measured in Chromium on the built book), the inline
+#: figures' resolution (px per inch: figure.dpi of :func:`use_theme`), and the smallest text a reader should meet
+#: there: a legend or tick label shown below ``MIN_TEXT_PX`` px is too small to read
+COLUMN_PX, INLINE_DPI, MIN_TEXT_PX = 676, 100, 8.5
+
+
+def legend_fontsize(fig, wanted: float = 8) -> float:
+    """A legend font size (pt) for ``fig``: ``wanted``, or larger when the figure is wider than the book's text
+    column, so that it still shows at least :data:`MIN_TEXT_PX` px tall once scaled to the column (with 10 %
+    to spare for the room a legend or labels add around the axes)."""
+    scale = min(1.0, COLUMN_PX / (1.1 * fig.get_figwidth() * INLINE_DPI))
+    needed = MIN_TEXT_PX / (INLINE_DPI / 72 * scale)
+    return float(max(wanted, np.ceil(needed * 2) / 2))
+
+
+def _fit_title(fig, text: str, fontsize: float) -> str:
+    """``text`` wrapped onto lines no wider than the figure (about 0.55 em per character): a long title would
+    widen the saved figure, and so shrink everything in it once the book scales it to the text column."""
+    import textwrap
+
+    return textwrap.fill(text, width=max(20, int(fig.get_figwidth() * 72 / (0.55 * fontsize))))
+
+
 def _log_y(ax) -> None:
     """Log y axis with plain tick labels (20, 30, 40 rather than 2 x 10^1)."""
     ax.set_yscale("log")
@@ -128,17 +151,18 @@ def fig2_stability_vs_parallelism(curve: pd.DataFrame, sim: pd.DataFrame | None 
 def _legend_below(fig, axes) -> None:
     """One legend for all panels, below them (outside the data), then a tight layout that leaves it room.
 
-    Labels shared by several panels appear once; the room is measured in inches (0.22 in per legend row), so
-    tall stacked figures do not lose a fixed fraction of their height."""
+    Labels shared by several panels appear once; the room is measured in inches (1.6 lines of the legend's font
+    per row), so tall stacked figures do not lose a fixed fraction of their height."""
     handles = {}
     for ax in np.atleast_1d(axes).ravel():
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(lab, h)
     labels = list(handles)
     ncol = min(4, len(labels)) or 1
-    fig.legend([handles[lab] for lab in labels], labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    size = legend_fontsize(fig, 8)
+    fig.legend([handles[lab] for lab in labels], labels, loc="lower center", ncol=ncol, fontsize=size, frameon=False)
     rows = -(-len(labels) // ncol)
-    fig.tight_layout(rect=(0, (0.22 * rows + 0.1) / fig.get_figheight(), 1, 1))
+    fig.tight_layout(rect=(0, (1.6 * size / 72 * rows + 0.1) / fig.get_figheight(), 1, 1))
 
 
 def _stacked(panels: int, width: float = 7.5, height: float = 3.2, columns: int = 1, **kwargs):
@@ -161,7 +185,7 @@ def _skl_panel(ax, curve: pd.DataFrame, conventional: float, title: str, convent
     ax.set_xlabel("tasks needed l (the other k - l are killed)")
     ax.set_title(title, fontsize=11)
     ax.set_ylim(0, 1.02)
-    ax.legend(fontsize=9)
+    ax.legend(fontsize=legend_fontsize(ax.figure, 9))
 
 
 def fig3_two_barrier_redundancy(left: pd.DataFrame, right: pd.DataFrame, left_title: str,
@@ -202,7 +226,7 @@ def fig4_one_barrier_redundancy(curve: pd.DataFrame, two_barrier: pd.DataFrame |
     if two_barrier is not None:
         ax.plot(two_barrier.needed, two_barrier.rho_useful, ":", color="gray",
                 label="useful, 2-barrier (exact)")
-        ax.legend(fontsize=9)
+        ax.legend(fontsize=legend_fontsize(fig, 9))
     ax.set_ylabel("max stable utilization")
     fig.suptitle("Fig. 4: 1-barrier (s,k,l) systems: CTMC (lines) and simulation (points)")
     fig.tight_layout()
@@ -232,7 +256,7 @@ def fig5_hybrid(x, table: pd.DataFrame, title: str) -> plt.Figure:
     ax.set_xlabel("fraction of barrier jobs p")
     ax.set_ylabel("quantile (time, mean task time = 1)")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, ncol=2)
+    ax.legend(fontsize=legend_fontsize(fig, 8), ncol=2)
     fig.suptitle("Fig. 5: hybrid systems, bounds and simulation")
     fig.tight_layout()
     return fig
@@ -251,9 +275,8 @@ def fig6_heterogeneous(examples: list, title: str) -> plt.Figure:
         ax.set_xlabel("fraction of large jobs")
         ax.set_title(label, fontsize=10)
     np.atleast_1d(axes)[0].set_ylabel("quantile (time, mean task time = 1)")
-    np.atleast_1d(axes)[0].legend(fontsize=7, ncol=2)
     fig.suptitle(f"Fig. 6: heterogeneous parallelism, {title}")
-    fig.tight_layout()
+    _legend_below(fig, axes)   # outside the data
     return fig
 
 
@@ -280,9 +303,8 @@ def _parallelism_figure(table: pd.DataFrame, columns: dict, titles: dict, spark,
         ax.set_xlabel("parallelism ratio k / s (task mean s / k)")
         ax.set_title(titles[quantity], fontsize=10)
     axes[0].set_ylabel("time (seconds with the Spark scaling)")
-    axes[0].legend(fontsize=8)
     fig.suptitle(suptitle)
-    fig.tight_layout()
+    _legend_below(fig, axes)   # outside the data (the curves rise into every corner)
     return fig
 
 
@@ -329,7 +351,7 @@ def fig9_overhead(samples, model, fit=None, title: str = "") -> plt.Figure:
                 label=f"maximum likelihood: R = {fit.revive:.3g} s, lambda = {fit.rate:.3g}/s")
     ax.set_xlabel("blocking overhead: launch minus the moment k executors were free (s)")
     ax.set_ylabel("density")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=legend_fontsize(fig, 8))
     ax.set_title(f"Fig. 9: Spark's blocking overhead{', ' + title if title else ''}", fontsize=10)
     fig.tight_layout()
     return fig
@@ -353,8 +375,8 @@ def fig_sync_delays(delays: pd.DataFrame, poll: float = 1.0, title: str = "") ->
     ax.plot([0], [0], "x", color=palette[2], ms=9, mew=2, label="paper: last task at once")
     ax.set_xlabel("lag behind the last task to arrive, T_last - T (s)")
     ax.set_ylabel("release minus last arrival (s)")
-    ax.legend(fontsize=8, loc="upper right")
-    ax.set_title(f"barrier() synchronisation delay{', ' + title if title else ''}", fontsize=10)
+    ax.legend(fontsize=legend_fontsize(fig, 8), loc="upper right")
+    ax.set_title(_fit_title(fig, f"barrier() synchronisation delay{', ' + title if title else ''}", 10), fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -418,9 +440,8 @@ def fig78_spark(table: pd.DataFrame, quantile: float, bounds: pd.DataFrame | Non
             if row == 1:
                 ax.set_xlabel("parallelism ratio k / s (task mean s / k seconds)")
         axes[row, 0].set_ylabel("seconds")
-    axes[0, 0].legend(fontsize=7, ncol=2)
-    fig.suptitle(f"Figs. 7-8 with real Spark{': ' + title if title else ''}")
-    fig.tight_layout()
+    fig.suptitle(_fit_title(fig, f"Figs. 7-8 with real Spark{': ' + title if title else ''}", 12))
+    _legend_below(fig, axes)   # outside the data
     return fig
 
 
@@ -429,7 +450,7 @@ def fig_same_length(table: pd.DataFrame, title: str = "") -> plt.Figure:
     range (bar) and median (tick), Spark's mean (star; filled where it lies outside the range). Waiting (left)
     and sojourn (right), log time axis. ``table`` from :func:`barrier_queues.spark_analysis.same_length`."""
     runs = list(dict.fromkeys(table.run))
-    fig, axes = plt.subplots(1, 2, figsize=(11, 0.32 * len(runs) + 1.6), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.25 * len(runs) + 1.6), sharey=True)
     palette = sns.color_palette()
     for ax, metric in zip(axes, ("waiting", "sojourn"), strict=True):
         d = table[table.metric == metric].set_index("run").loc[runs]
@@ -451,11 +472,13 @@ def fig_same_length(table: pd.DataFrame, title: str = "") -> plt.Figure:
         ax.xaxis.set_minor_formatter(mticker.NullFormatter())
         ax.set_xlabel(f"mean {metric} time (s)")
         ax.set_title(f"{metric}: {int((~out).sum())} of {len(runs)} runs inside", fontsize=10)
-    axes[0].set_yticks(np.arange(len(runs)), runs, fontsize=8)
+    axes[0].set_yticks(np.arange(len(runs)), runs, fontsize=legend_fontsize(fig, 8))
     axes[0].invert_yaxis()
     handles, labels = axes[1].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=8, ncol=4, loc="lower center", frameon=False)   # outside the data
-    fig.suptitle(f"Spark runs against simulated runs of the same length{': ' + title if title else ''}", fontsize=11)
+    fig.legend(handles, labels, fontsize=legend_fontsize(fig, 8), ncol=4, loc="lower center",
+               frameon=False)   # outside the data
+    fig.suptitle(_fit_title(fig, f"Spark runs against simulated runs of the same length{': ' + title if title else ''}",
+                            11), fontsize=11)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
@@ -501,7 +524,7 @@ def fig_form_ratio(ratios: pd.DataFrame, servers: int, quantile: float) -> plt.F
         ax.set_xlabel("parallelism ratio k / s (task mean s / k)")
         ax.set_title(f"{metric} time, {quantile:g} quantile bound", fontsize=10)
     axes[0].set_ylabel("G|G bound / GI|GI bound")
-    axes[0].legend(fontsize=8)
+    axes[0].legend(fontsize=legend_fontsize(fig, 8))
     fig.suptitle(f"The two forms of Theorem 1, pure barrier jobs on s = {servers} workers")
     fig.tight_layout()
     return fig
@@ -601,8 +624,8 @@ def fig_phase_plan(plans: dict, max_share: float) -> plt.Figure:
     axes[1].set_ylabel("sync share 1 - E[D ideal] / E[D Spark]")
     for ax in axes:
         ax.set_xlabel("phases m (the same work split into m)")
-    axes[0].legend(fontsize=8)
-    axes[1].legend(fontsize=8)
+    axes[0].legend(fontsize=legend_fontsize(fig, 8))
+    axes[1].legend(fontsize=legend_fontsize(fig, 8))
     fig.suptitle("How many barrier() phases before the sync cost dominates (Exp(1) work per task, P = 1 s)")
     fig.tight_layout()
     return fig
@@ -623,6 +646,61 @@ def fig_spark_saturation(table: pd.DataFrame) -> plt.Figure:
     ax.set_xlabel("parallelism ratio k / s (task mean s / k seconds)")
     ax.set_ylabel("max stable utilization")
     ax.set_title(f"Spark's stability region, s = {int(d.s.iloc[0])} single-core executors", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=legend_fontsize(fig, 8))
     fig.tight_layout()
     return fig
+
+
+
+def _drawn_labels(axis) -> list:
+    """The tick labels matplotlib draws on ``axis`` (major and minor: a log axis's minor labels count), with
+    text, inside the view interval."""
+    lo, hi = sorted(axis.get_view_interval())
+    out = []
+    for ticks in (axis.get_major_ticks(), axis.get_minor_ticks()):
+        for tick in ticks:
+            for label in (tick.label1, tick.label2):
+                if (label.get_visible() and label.get_text().strip() and tick.get_visible()
+                        and lo - 1e-12 * (abs(lo) + 1) <= tick.get_loc() <= hi + 1e-12 * (abs(hi) + 1)):
+                    out.append(label)
+    return out
+
+
+def figure_problems(fig) -> list[str]:
+    """What a reader of the book would trip over in ``fig``, as sentences (empty: none): tick labels that
+    overlap on any axis (major and minor together), and legend or tick text that shows smaller than
+    :data:`MIN_TEXT_PX` once the figure is scaled to the text column (:data:`COLUMN_PX` at
+    :data:`INLINE_DPI`)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    width_px = fig.get_tightbbox(renderer).width * INLINE_DPI            # the inline image, bbox_inches="tight"
+    scale = min(1.0, COLUMN_PX / width_px)
+    problems = []
+    for n, ax in enumerate(fig.axes):
+        if not ax.get_visible():
+            continue
+        name = f"panel {n + 1}" + (f" ({ax.get_title()!r})" if ax.get_title() else "")
+        for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            labels = _drawn_labels(axis)
+            boxes = [label.get_window_extent(renderer) for label in labels]
+            pairs = [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
+                     if min(boxes[i].x1, boxes[j].x1) - max(boxes[i].x0, boxes[j].x0) > 1
+                     and min(boxes[i].y1, boxes[j].y1) - max(boxes[i].y0, boxes[j].y0) > 1]
+            if pairs:
+                i, j = pairs[0]
+                problems.append(f"{name}: {which} tick labels {labels[i].get_text()!r} and {labels[j].get_text()!r} "
+                                f"overlap ({len(pairs)} overlapping pair(s))")
+            for label in labels[:1]:
+                shown = label.get_fontsize() * INLINE_DPI / 72 * scale
+                if shown < MIN_TEXT_PX:
+                    problems.append(f"{name}: {which} tick labels show {shown:.1f} px tall at the column's width "
+                                    f"(at least {MIN_TEXT_PX})")
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    for legend in legends:
+        texts = [t for t in legend.get_texts() if t.get_text()]
+        if texts and legend.get_visible():
+            shown = texts[0].get_fontsize() * INLINE_DPI / 72 * scale
+            if shown < MIN_TEXT_PX:
+                problems.append(f"a legend's text shows {shown:.1f} px tall at the column's width (at least "
+                                f"{MIN_TEXT_PX}): a larger font or a narrower figure")
+    return problems

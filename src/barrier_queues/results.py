@@ -120,11 +120,27 @@ class Provenance:
         return label + "; ".join(self._parts(str)) + "."
 
     def _repr_markdown_(self) -> str:
+        """One line; a long one (over :data:`FOLD_PROVENANCE` characters: many runs or parameters) keeps its
+        first part on the line and folds the parameters, seed and simulation under it."""
+        import html
+
         label = f"**{self.kind.capitalize()} `{self.name}`**: " if self.kind and self.name else "**Source**: "
-        return label + "; ".join(self._parts(lambda t: f"`{str(t).replace('`', chr(39))}`")) + "."
+        parts = self._parts(lambda t: f"`{str(t).replace('`', chr(39))}`")
+        line = label + "; ".join(parts) + "."
+        if len(line) <= FOLD_PROVENANCE or len(parts) < 2:
+            return line
+        rest = self._parts(lambda t: f"<code>{html.escape(str(t))}</code>")[1:]
+        return (label + parts[0] + ".\n\n<details><summary>its parameters</summary>\n" + "; ".join(rest)
+                + ".\n</details>")
 
     def __repr__(self) -> str:
         return self.text()
+
+
+#: a provenance line longer than this (characters of Markdown) folds its parameters (a long page stays readable)
+FOLD_PROVENANCE = 250
+#: a "What we found" list longer than this folds its full lines under one line of verdicts
+FOLD_FINDINGS = 12
 
 
 def _book_defaults(chapter: str) -> dict | None:
@@ -251,11 +267,18 @@ def _claim_name(folder: Path, name: str, function: str) -> None:
 
 def save_figure(fig, name: str, *, chapter: str, function: str, parameters: dict, seed=None,
                 simulation: dict | None = None, folder=DEFAULT_FOLDER, chosen: str | None = None) -> Provenance:
-    """Write ``<name>.png`` (150 dpi), ``<name>.pdf`` and ``<name>.json`` (provenance) into ``folder``.
+    """Write ``<name>.png`` (150 dpi), ``<name>.pdf`` and ``<name>.json`` (provenance) into ``folder``; a figure
+    with overlapping tick labels or text too small at the book's column width is refused
+    (:func:`barrier_queues.figures.figure_problems`).
 
     Returns the :class:`Provenance`, which the book shows under the figure.
     """
     _check_name(name)
+    from .figures import figure_problems
+
+    problems = figure_problems(fig)
+    if problems:
+        raise ParameterError(f"figure {name!r} would trip a reader: {'; '.join(problems)}")
     out = Path(folder)
     _check_kind(out, name, "figure")
     _claim_name(out, name, function)
@@ -332,19 +355,27 @@ def record_claims(chapter: str, claims: list[dict], folder=DEFAULT_FOLDER, chose
 
 
 def show_table(table: pd.DataFrame, name: str, folder=DEFAULT_FOLDER, rows: int = 10, columns=None,
-               digits: int = 3, whole: pd.DataFrame | None = None) -> None:
+               digits: int = 3, whole: pd.DataFrame | None = None, fold: str | None = None) -> None:
     """Show a long table as a reader meets it: its first ``rows`` rows (and ``columns``), rounded to ``digits``,
     then one line saying how much is left out and where the whole table is (``name``.csv, written by
     :func:`save_table`). With the chapter's default parameters that is a download link to the committed
     ``results/`` file; a rerun with other parameters names the folder it wrote instead.
 
     ``whole``: the table written as ``name``.csv when ``table`` is a summary of it (a pivot, a selection);
-    the line then gives the whole table's size."""
-    from IPython.display import Markdown, display
+    the line then gives the whole table's size. ``fold``: a one-line title under which the table is folded
+    (shown on a click), for a table the text summarises in sentences: a long page stays readable."""
+    from IPython.display import HTML, Markdown, display
 
     shown = table if columns is None else table[list(columns)]
     cut = len(shown) > rows + 2
-    display(shown.head(rows).round(digits) if cut else shown.round(digits))
+    part = shown.head(rows).round(digits) if cut else shown.round(digits)
+    if fold is None:
+        display(part)
+    else:
+        import html
+
+        display(HTML(f"<details><summary>{html.escape(fold)} ({len(part)} rows, {len(part.columns)} columns; "
+                     f"click to show)</summary>\n{part.to_html(index=False, border=0, na_rep='')}\n</details>"))
     if not cut and columns is None and whole is None:
         return
     parts = [f"{rows} of {len(table)} rows" if cut else f"all {len(table)} rows"]
@@ -363,15 +394,19 @@ def show_table(table: pd.DataFrame, name: str, folder=DEFAULT_FOLDER, rows: int 
 def findings(claims: list[dict]) -> str:
     """A chapter's checked statements as the Markdown of its "What we found" section: the verdicts counted, then
     one line per statement with the number reproduced and its verdict (so the summary is computed from the same
-    rows as the claims page, never written by hand)."""
+    rows as the claims page, never written by hand). Over :data:`FOLD_FINDINGS` statements, one line names
+    each with its verdict and the full lines are folded under it."""
     counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
     word = {"agrees": "agree", "differs": "differ", "identity": "identities"}
     head = ", ".join(f"{n} {word.get(v, v) if n > 1 else v}" for v, n in counts.items() if n)
     lines = [f"**{len(claims)} statement{'s' if len(claims) != 1 else ''} checked** ({head}):", ""]
-    for c in claims:
-        claim = c["claim"].strip()
-        lines.append(f"* {c['result']}: {claim} — we find {c['reproduced'].strip()} (*{c['verdict']}*).")
-    return "\n".join(lines)
+    items = [f"* {c['result']}: {c['claim'].strip()} — we find {c['reproduced'].strip()} (*{c['verdict']}*)."
+             for c in claims]
+    if len(claims) <= FOLD_FINDINGS:
+        return "\n".join(lines + items)
+    summary = "; ".join(f"{c['result']} (*{c['verdict']}*)" for c in claims)
+    return "\n".join(lines + [summary + ".", "", "<details><summary>each statement with its number</summary>", "",
+                              *items, "", "</details>"])
 
 
 def load_claims(folder=DEFAULT_FOLDER) -> pd.DataFrame:

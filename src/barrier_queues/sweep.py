@@ -550,6 +550,17 @@ def _finished(folder: Path | None, grid: list[dict], replications: int | None) -
     return rows, grow
 
 
+def _check_format(fmt: str) -> str:
+    """The table format, refused before any work when it cannot be written (parquet needs pyarrow)."""
+    fmt = check_choice("format", fmt, ("csv", "parquet"))
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ParameterError("format 'parquet' needs pyarrow (pip install pyarrow); or use csv") from None
+    return fmt
+
+
 def _write_table(table, folder: Path, fmt: str, final: bool = True) -> None:
     """The sweep's table: ``results.<fmt>`` once every point is in, ``results.partial.<fmt>`` while points are
     missing (its name says so; it is removed when the full table is written). A full table also removes the
@@ -608,12 +619,7 @@ def sweep(grid, out=None, jobs: int = 100_000, replications: int = 1, seed=None,
                                                                 replications)
         target = {"precision": precision, "absolute_precision": absolute_precision, "budget": budget}
     where = resolve(backend, master)
-    fmt = check_choice("format", fmt, ("csv", "parquet"))
-    if fmt == "parquet":
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise ParameterError("format 'parquet' needs pyarrow (pip install pyarrow); or use csv") from None
+    fmt = _check_format(fmt)
     check_grid(grid, allow_unstable)
     if seed is not None:
         seed = check_int("seed", seed, low=0, high=2**128 - 1, high_name="2**128 - 1")
@@ -788,7 +794,7 @@ def trace_sweep(trace_path, grid: dict, out, fmt: str = "csv", tau: float | None
     from .replay import BSLD_TAU, GRID_OPTIONS, replay_grid
     from .traces import read_trace
 
-    check_choice("format", fmt, ("csv", "parquet"))
+    _check_format(fmt)
     tau = BSLD_TAU if tau is None else tau
     path = Path(trace_path)
     if not path.exists():
@@ -835,7 +841,7 @@ def trace_sweep(trace_path, grid: dict, out, fmt: str = "csv", tau: float | None
 # moldable jobs as a sweep
 
 #: options a moldable sweep varies, in the order its grid multiplies out (the last varies fastest)
-MOLDABLE_GRID = ("servers", "tasks", "barriers", "task_dist", "moldable", "take_fraction", "patience_wait",
+MOLDABLE_GRID = ("servers", "tasks", "barriers", "task_dist", "arrival", "moldable", "take_fraction", "patience_wait",
                  "requirement", "arrival_rate", "utilization")
 #: the option each policy alone takes (its values multiply only that policy's points)
 _POLICY_OPTION = {"take-fraction": "take_fraction", "patience": "patience_wait", "fixed": "requirement"}
@@ -894,6 +900,7 @@ def _moldable_load(point: dict, jobs: int) -> tuple[float, float]:
         law = _checked_system(point["servers"], point["tasks"], point["moldable"], point.get("take_fraction"),
                               point.get("patience_wait"), point.get("requirement"), point.get("barriers", 1),
                               point.get("task_dist"), jobs, 10)[5]
+        check_choice("arrival", point.get("arrival", "poisson"), ("poisson", "deterministic"))
         per_job = point["tasks"] * law.mean() / point["servers"]        # rho / lambda
         if "utilization" in point:
             return check_positive("utilization", point["utilization"]) / per_job, float(point["utilization"])
@@ -911,7 +918,8 @@ def _moldable_row(point: dict, rate: float, rho: float, jobs: int, replications:
 
     out = simulate_moldable(point["servers"], point["tasks"], rate, point["moldable"], point.get("take_fraction"),
                             point.get("patience_wait"), barriers=point.get("barriers", 1),
-                            task_dist=point.get("task_dist"), jobs=jobs, replications=replications, seed=seed,
+                            task_dist=point.get("task_dist"), arrival=point.get("arrival", "poisson"), jobs=jobs,
+                            replications=replications, seed=seed,
                             requirement=point.get("requirement"))
     row = {**point, "arrival_rate": rate, "utilization": rho}
     for key in ("waiting", "sojourn", "execution", "workers"):
@@ -924,8 +932,8 @@ def _moldable_row(point: dict, rate: float, rho: float, jobs: int, replications:
 
 def moldable_sweep(grid: dict, out, jobs: int = 20_000, replications: int = 10, seed=None, fmt: str = "csv"):
     """Moldable jobs over a grid (:data:`MOLDABLE_GRID`: ``servers``, ``tasks``, ``barriers``, ``task_dist``,
-    ``moldable`` policies, their ``take_fraction``/``patience_wait``/``requirement``, and the load as
-    ``arrival_rate`` or ``utilization`` rho = lambda k E[X] / s): one
+    ``arrival`` (poisson or deterministic), ``moldable`` policies, their ``take_fraction``/``patience_wait``/
+    ``requirement``, and the load as ``arrival_rate`` or ``utilization`` rho = lambda k E[X] / s): one
     :func:`barrier_queues.moldable.simulate_moldable` per point, its random streams from the sweep seed and the
     point alone (:func:`point_seed`), so a point's numbers do not depend on the grid around it. Written to the
     folder ``out`` as ``results.<fmt>`` (``results.partial.<fmt>`` while points are missing) beside a
@@ -939,7 +947,7 @@ def moldable_sweep(grid: dict, out, jobs: int = 20_000, replications: int = 10, 
     from ._version import __version__
     from .simulate import check_run
 
-    check_choice("format", fmt, ("csv", "parquet"))
+    _check_format(fmt)
     jobs, replications, _ = check_run(jobs, replications, None)
     points = _moldable_points(grid)
     loads = [_moldable_load(p, jobs) for p in points]
