@@ -283,6 +283,15 @@ def test_a_trace_as_the_workload_of_a_sweep_folder(tmp_path, monkeypatch):
         trace_sweep(changed, {"servers": [16, 20]}, out)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert not (tmp_path / "new").exists()
+    wide = tmp_path / "wide.swf"                                            # one job of 4 processors
+    wide.write_text("; MaxProcs: 8\n1 0 0 10 4 -1 -1 4 20 -1 1 1 1 -1 1 -1 -1 -1\n")
+    with pytest.raises(bq.ParameterError, match="servers must be at least the width"):
+        trace_sweep(wide, {"servers": [2]}, tmp_path / "refused")           # refused at its first point
+    assert not (tmp_path / "refused").exists()
+    (tmp_path / "mine").mkdir()                                            # a folder the user made stays
+    with pytest.raises(bq.ParameterError, match="servers must be at least the width"):
+        trace_sweep(wide, {"servers": [2]}, tmp_path / "mine")
+    assert (tmp_path / "mine").is_dir()
     r = subprocess.run(cli + ["--trace", str(log), "--scheduling", "fcfs,backfill", "--json", "--out",
                               str(tmp_path / "j")], capture_output=True, text=True, check=True)
     rows = json.loads(r.stdout)["rows"]

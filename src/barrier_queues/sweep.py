@@ -399,6 +399,8 @@ def _manifest(grid, jobs, replications, entropy, warmup, allow_unstable, fmt, ta
 
 
 LOCK = ".lock"
+#: sweep folders this process created (a refused sweep removes its folder if it is still empty)
+_CREATED: set = set()
 #: manifest entries a rerun into the same folder may change: the grid (points are found by their keys), the
 #: replications (stored replications are kept, see the module docstring) and the table's format
 GROWABLE = frozenset({"grid", "replications", "format"})
@@ -418,6 +420,8 @@ def _take_lock(folder: Path) -> Path:
     """An exclusive lock on a sweep folder: ``.lock`` created atomically (O_EXCL) with this process's id; a lock
     left by a process that no longer runs is taken over. Two sweeps never write into one folder at once."""
     try:
+        if not folder.exists():
+            _CREATED.add(folder.resolve())
         folder.mkdir(parents=True, exist_ok=True)
     except PermissionError:
         raise ParameterError(f"out must be in a writable place (cannot create {str(folder)!r})") from None
@@ -444,6 +448,8 @@ def _take_lock(folder: Path) -> Path:
 
 
 def _release_lock(lock: Path | None) -> None:
+    """Release the folder's lock; a folder this process created and left empty (a sweep refused before its
+    first point) is removed with it, so a refusal leaves nothing behind."""
     if lock is None:
         return
     try:
@@ -451,6 +457,13 @@ def _release_lock(lock: Path | None) -> None:
             lock.unlink()
     except (OSError, ValueError):
         pass
+    folder = lock.parent.resolve()
+    if folder in _CREATED:
+        _CREATED.discard(folder)
+        try:
+            folder.rmdir()                      # only when empty
+        except OSError:
+            pass
 
 
 def _open_folder(out, manifest: dict) -> tuple[Path, int]:
