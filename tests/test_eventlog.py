@@ -293,3 +293,15 @@ def test_a_stage_a_later_job_lists_again_keeps_its_tasks_with_the_job_that_ran_t
     assert owner.tolist() == [0, 0, 0, 0, 1, 1, 1, 1] and not tables.warnings
     assert list(tables.jobs.job_id) == [0, 1] and tables.jobs.tasks.tolist() == [4, 4]
     assert tables.tasks.set_index("task_id").stage_attempt[6] == 1
+
+
+def test_spark_analyze_on_a_log_without_its_version_says_so(tmp_path):
+    """A log without SparkListenerLogStart (a synthetic or cut one) is analysed; its text names no 'Spark None'."""
+    import subprocess
+    import sys
+
+    log = _synthetic(tmp_path / "noversion", [(0, 0.0, [("0", 0.1, 1.0), ("1", 0.1, 1.5)]),
+                                              (1, 2.0, [("0", 2.1, 3.0), ("1", 2.1, 3.0)])])
+    r = subprocess.run([sys.executable, "-m", "barrier_queues.cli", "spark-analyze", str(log)], capture_output=True,
+                       text=True, check=True)
+    assert "(no Spark version in the log)" in r.stdout.splitlines()[0] and "None" not in r.stdout

@@ -881,7 +881,8 @@ def _print_bench(out: dict) -> None:
 
 
 def _print_spark(out: dict) -> None:
-    print(f"event log         {out['event_log']} (Spark {out['spark_version']})")
+    version = f"Spark {out['spark_version']}" if out.get("spark_version") else "no Spark version in the log"
+    print(f"event log         {out['event_log']} ({version})")
     serving = out.get("serving")
     if serving is not None:
         print(f"served honestly   {'yes' if serving['honest'] else 'no'} (the harness's check, {serving['assessed']})")
