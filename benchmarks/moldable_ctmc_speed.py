@@ -69,7 +69,7 @@ def main() -> None:
         one(int(args.one[0]), float(args.one[1]), args.policy, fraction, args.one[2])
         return
     print(f"moldable CTMC, {args.policy}, k = s, Exp(1) tasks; whole process, median of {args.repeats}")
-    print("| s | utilization | states | now (s) | before (s) | speed-up | max relative difference of the means |")
+    print("| system | utilization | states | now (s) | before (s) | speed-up | max relative difference of the means |")
     print("|---|---|---|---|---|---|---|")
     for system in args.systems:
         times = {"now": [], "before": []}
@@ -83,7 +83,7 @@ def main() -> None:
                    for m in ("mean_waiting", "mean_execution") if means["before"][m])
         now, before = statistics.median(times["now"]), statistics.median(times["before"])
         s, load = system.split(":")
-        print(f"| {s} | {load} | {means['now']['states']:,} | {now:.2f} | {before:.2f} | {before / now:.1f}x | "
+        print(f"| s = k = {s} | {load} | {means['now']['states']:,} | {now:.2f} | {before:.2f} | {before / now:.1f}x | "
               f"{diff:.1e} |")
 
 

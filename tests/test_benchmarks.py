@@ -167,7 +167,7 @@ def test_the_moldable_ctmc_peer_benchmark_refuses_what_it_cannot_run(tmp_path):
 def test_the_moldable_ctmc_speed_benchmark_prints_both_preconditioners_and_their_agreement():
     r = _run("moldable_ctmc_speed.py", "--systems", "3:0.4", "--repeats", "1")
     assert r.returncode == 0, r.stderr[-2000:]
-    (row,) = [line.strip("|").split("|") for line in r.stdout.splitlines() if line.startswith("| 3 ")]
+    (row,) = [line.strip("|").split("|") for line in r.stdout.splitlines() if line.startswith("| s = k = 3 ")]
     assert float(row[3]) > 0 and float(row[4]) > 0 and float(row[6]) < 1e-8
     bad = _run("moldable_ctmc_speed.py", "--systems", "3-0.4")
     assert bad.returncode == 2 and "s:utilization" in bad.stderr and "Traceback" not in bad.stderr
