@@ -360,11 +360,10 @@ def _simulate_moldable(args) -> dict:
     if args.servers is None or args.tasks is None or (args.arrival_rate is None) == (args.utilization is None):
         raise ParameterError("--moldable needs --servers, --tasks and one of --arrival-rate and --utilization")
     rate = args.arrival_rate
-    if args.utilization is not None:              # rho = lambda k E[X] / s
-        from .distributions import parse_task_distribution
+    if args.utilization is not None:
+        from .moldable import utilization_per_rate
 
-        mean = parse_task_distribution(law or "exponential:rate=1").mean()
-        rate = args.utilization * args.servers / (args.tasks * mean)
+        rate = args.utilization / utilization_per_rate(args.servers, args.tasks, law)
     out = simulate_moldable(args.servers, args.tasks, rate, args.moldable, args.take_fraction,
                             args.patience_wait, barriers=args.barriers or 1, task_dist=law,
                             arrival=args.arrival or "poisson", jobs=args.jobs, replications=args.replications,

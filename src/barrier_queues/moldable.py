@@ -188,6 +188,20 @@ def check_moldable(policy: str, take_fraction, patience_wait, requirement=None) 
     return take_fraction, patience_wait or "min", requirement
 
 
+def utilization_per_rate(servers: int, tasks: int, task_dist=None) -> float:
+    """rho / lambda of moldable jobs: a job brings ``k E[X]`` of work to ``s`` workers whatever workers it takes,
+    so rho = lambda k E[X] / s (the arrival rate for a utilization is rho divided by this)."""
+    return tasks * _law(task_dist).mean() / servers
+
+
+def _law(task_dist):
+    """The task law: Exp(1) by default, a spec string or a distribution."""
+    from .distributions import as_task_distribution, parse_task_distribution
+
+    return (parse_task_distribution("exponential:rate=1") if task_dist is None
+            else parse_task_distribution(task_dist) if isinstance(task_dist, str) else as_task_distribution(task_dist))
+
+
 def _replication_means(out: dict, arrivals: np.ndarray) -> dict:
     """One replication's means after its MSER-5 warm-up (in whole blocks of jobs)."""
     start, dep = np.asarray(out["start"]), np.asarray(out["departure"])
@@ -203,8 +217,6 @@ def _checked_system(servers, tasks, policy, take_fraction, patience_wait, requir
                     min_jobs: int) -> tuple:
     """The arguments simulate_moldable and saturated_moldable share, checked once: ``(take_fraction,
     patience_wait, requirement, s, k, law, jobs)``."""
-    from .distributions import as_task_distribution, parse_task_distribution
-
     take_fraction, patience_wait, requirement = check_moldable(policy, take_fraction, patience_wait, requirement)
     s = check_int("servers", servers, low=1, high=100_000)
     k = check_int("tasks", tasks, low=1, high=100_000)
@@ -212,8 +224,7 @@ def _checked_system(servers, tasks, policy, take_fraction, patience_wait, requir
         raise ParameterError(f"requirement must be at most servers = {s} (got {requirement} with k = {k}): a job "
                              "needing more workers than there are never starts")
     check_choice("barriers", barriers, (1, 2))
-    law = (parse_task_distribution("exponential:rate=1") if task_dist is None
-           else parse_task_distribution(task_dist) if isinstance(task_dist, str) else as_task_distribution(task_dist))
+    law = _law(task_dist)
     jobs = check_int("jobs", jobs, low=min_jobs, high=10**8, high_name="100,000,000")
     if jobs * k > MAX_DRAWS:
         raise ParameterError(f"jobs x tasks must be at most {MAX_DRAWS:,} task times per replication (got "
@@ -301,4 +312,4 @@ def saturated_moldable(servers: int, tasks: int, policy: str, take_fraction: flo
                                                "first 10 % over the time they span; t interval over replications)"}
 
 __all__ = ["MAX_DRAWS", "PATIENCE_WAITS", "POLICIES", "check_moldable", "moldable_compiled", "moldable_run",
-           "saturated_moldable", "simulate_moldable"]
+           "saturated_moldable", "simulate_moldable", "utilization_per_rate"]

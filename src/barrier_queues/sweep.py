@@ -906,7 +906,7 @@ def _moldable_load(point: dict, jobs: int) -> tuple[float, float]:
     """A moldable point checked as :func:`barrier_queues.moldable.simulate_moldable` checks it (before any
     point runs); returns its arrival rate lambda and utilization rho = lambda k E[X] / s."""
     from ._validation import check_positive
-    from .moldable import _checked_system
+    from .moldable import _checked_system, utilization_per_rate
 
     where = f" (point {point})"
     try:
@@ -914,7 +914,7 @@ def _moldable_load(point: dict, jobs: int) -> tuple[float, float]:
                               point.get("patience_wait"), point.get("requirement"), point.get("barriers", 1),
                               point.get("task_dist"), jobs, 10)[5]
         check_choice("arrival", point.get("arrival", "poisson"), ("poisson", "deterministic"))
-        per_job = point["tasks"] * law.mean() / point["servers"]        # rho / lambda
+        per_job = utilization_per_rate(point["servers"], point["tasks"], law)
         if "utilization" in point:
             return check_positive("utilization", point["utilization"]) / per_job, float(point["utilization"])
         rate = check_positive("arrival_rate", point["arrival_rate"])
