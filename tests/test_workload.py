@@ -206,3 +206,62 @@ def test_the_documented_maximum_of_classes_runs():
                       workers=1).summary()
     assert sum(c["jobs"] for c in out["classes"]) == out["jobs"]
     assert all(c["jobs"] > 0 for c in out["classes"])
+
+
+FULL_MJQM = DATA / "one-or-all-mjqm-full.toml"
+
+
+def test_mjqms_files_as_it_ships_them_are_read_with_one_notice(tmp_path):
+    """Round 5's regression: MJQM's own run settings (events, repetitions, a [simulation] table, generator,
+    output columns, [[pivot]]) were refused as unknown keys. The model is read (the same classes and the same
+    numbers as the plain file), one notice line says the run length comes from --jobs and --replications, and
+    a key MJQM does not have is still refused."""
+    plain, full = read_workload(MJQM), read_workload(FULL_MJQM)
+    assert (plain["classes"], plain["servers"], plain["arrival_rate"], plain["scheduling"]) == (
+        full["classes"], full["servers"], full["arrival_rate"], full["scheduling"])
+    assert len(full["notices"]) == 1 and "--jobs and --replications" in full["notices"][0]
+    assert "events = 100000" in full["notices"][0] and "arrival.rate, policy" in full["notices"][0]
+    args = ["simulate", "-s", "32", "--jobs", "3000", "--replications", "2", "--seed", "5", "--json"]
+    outs = [subprocess.run([sys.executable, "-m", "barrier_queues.cli", *args[:1], "--workload", str(f), *args[1:]],
+                           capture_output=True, text=True, timeout=120) for f in (MJQM, FULL_MJQM)]
+    assert [o.returncode for o in outs] == [0, 0], outs[1].stderr
+    assert outs[0].stderr == "" and len(outs[1].stderr.strip().splitlines()) == 1
+    assert "run length comes from --jobs and --replications" in outs[1].stderr
+    # the same system, so the same numbers, bit for bit
+    a, b = (json.loads(o.stdout) for o in outs)
+    assert a["mean_sojourn"] == b["mean_sojourn"]
+    # a [simulation] table holding the run length is MJQM's too; anything else in it is refused
+    text = FULL_MJQM.read_text().replace("events = 100000\nrepetitions = 10\n", "")
+    sim = tmp_path / "sim.toml"
+    # TOML: a [simulation] table comes after the top-level keys
+    sim.write_text(text.split("[[class]]")[0] + "[simulation]\nevents = 5000\nrepetitions = 3\n\n[[class]]"
+                   + text.split("[[class]]", 1)[1])
+    assert "events = 5000, repetitions = 3" in read_workload(sim)["notices"][0]
+    sim.write_text(sim.read_text().replace("repetitions = 3", "reps = 3"))
+    with pytest.raises(bq.ParameterError, match=r"MJQM simulation key\(s\) \['reps'\] are not read here"):
+        read_workload(sim)
+    bad = tmp_path / "typo.toml"
+    bad.write_text(FULL_MJQM.read_text().replace("repetitions = 10", "repetitons = 10"))
+    with pytest.raises(bq.ParameterError, match=r"MJQM key\(s\) \['repetitons'\] are not read here"):
+        read_workload(bad)
+
+
+def test_every_input_file_of_an_mjqm_checkout_is_read_or_refused_in_one_line():
+    """Every Inputs/*.toml of an MJQM checkout (BARRIER_QUEUES_MJQM names its folder; skipped without one, as the
+    files are MJQM's and not ours to ship): each is read as a model, or refused in one line for a law or policy
+    this library does not have (bounded Pareto service), never for MJQM's own run settings."""
+    import os
+
+    root = os.environ.get("BARRIER_QUEUES_MJQM")
+    if not root or not (Path(root) / "Inputs").is_dir():
+        pytest.skip("no MJQM checkout (set BARRIER_QUEUES_MJQM to its folder)")
+    files = sorted((Path(root) / "Inputs").glob("*.toml"))
+    assert files
+    for f in files:
+        try:
+            doc = read_workload(f)
+        except bq.ParameterError as exc:
+            assert "not read here" not in str(exc) or "service key" in str(exc), (f, exc)
+            assert "distribution must be" in str(exc), (f, exc)
+        else:
+            assert doc["classes"] and doc["servers"] > 0

@@ -283,6 +283,8 @@ def _with_workload(kw: dict, utilization, need_rate: bool) -> dict:
     from .workload import read_workload
 
     doc = read_workload(kw["workload"])
+    for notice in doc.get("notices", ()):
+        print(f"barrier-queues: --workload {kw['workload']}: {notice}", file=sys.stderr, flush=True)
     kw = dict(kw, workload=doc["classes"])
     for key in ("servers", "scheduling", "arrival"):
         if key in doc and key not in kw:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
@@ -247,7 +248,10 @@ class BarrierSystem:
         if isinstance(workload, str | Path):                   # a file: its classes (the CLI reads the rest)
             from .workload import read_workload
 
-            workload = read_workload(workload)["classes"]
+            doc = read_workload(workload)
+            for notice in doc.get("notices", ()):           # MJQM's run settings: what is used instead
+                warnings.warn(f"workload {str(workload)!r}: {notice}", UserWarning, stacklevel=3)
+            workload = doc["classes"]
         classes = parse_workload(workload, s)
         set_("workload", classes)
         p = math.fsum(c.share for c in classes if c.barrier)

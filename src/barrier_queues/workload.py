@@ -107,6 +107,14 @@ def parse_workload(classes, servers: int) -> tuple[JobClass, ...]:
 FILE_KEYS = ("classes", "servers", "arrival_rate", "arrival", "scheduling", "name", "description")
 #: keys of MJQM's input files that this reader honours (top level, and in each [[class]])
 MJQM_KEYS = {"identifier", "cores", "policy", "arrival", "service", "class"}
+#: keys of MJQM's format that set how MJQM runs, not the model (its loader, ``from_toml`` in
+#: libs/simulator/src/mjqm-settings/toml_loader.cpp): run length (``events``, ``repetitions``, or the same two in
+#: a ``[simulation]`` table), its random generator, its output columns, and ``[[pivot]]``, MJQM's own sweep.
+#: They are MJQM's, not typos: the model is read, and one notice says what comes from our options instead.
+MJQM_RUN_KEYS = {"events", "repetitions", "simulation", "generator", "output", "pivot"}
+MJQM_SIMULATION_KEYS = {"events", "repetitions"}
+#: keys of an MJQM service law read here (MJQM's exponential and deterministic laws)
+SERVICE_KEYS = {"distribution", "mean", "rate", "lambda", "value"}
 MJQM_CLASS_KEYS = {"cores", "arrival", "service", "name"}
 MJQM_ARRIVALS = {"exponential": "poisson", "deterministic": "deterministic"}
 
@@ -140,14 +148,19 @@ def _mjqm(doc: dict, source: str) -> dict:
     it holds is honoured or refused."""
     from .distributions import parse_task_distribution
 
-    unknown = sorted(set(doc) - MJQM_KEYS)
+    unknown = sorted(set(doc) - MJQM_KEYS - MJQM_RUN_KEYS)
     if unknown:
         raise ParameterError(f"--workload {source}: MJQM key(s) {unknown} are not read here (read: "
-                             f"{', '.join(sorted(MJQM_KEYS))})")
+                             f"{', '.join(sorted(MJQM_KEYS))}; MJQM's run settings "
+                             f"{', '.join(sorted(MJQM_RUN_KEYS))} are noted)")
+    notices = _mjqm_run_notices(doc, source)
     top_service = _table(doc.get("service", {}), f"--workload {source}: service")
     top_arrival = _table(doc.get("arrival", {}), f"--workload {source}: arrival")
-    for table, name, allowed in ((top_service, "service", {"distribution", "mean"}),
+    for table, name, allowed in ((top_service, "service", SERVICE_KEYS),
                                  (top_arrival, "arrival", {"distribution", "rate"})):
+        if name == "service" and table.get("distribution", "exponential") not in ("exponential", "deterministic"):
+            raise ParameterError(f"--workload {source}: service.distribution must be exponential or deterministic "
+                                 f"here (got {table['distribution']!r})")
         extra = sorted(set(table) - allowed)
         if extra:
             raise ParameterError(f"--workload {source}: MJQM {name} key(s) {extra} are not read here (read: "
@@ -155,14 +168,29 @@ def _mjqm(doc: dict, source: str) -> dict:
 
     def law(table: dict, where: str):
         service = _table(table.get("service", {}), f"--workload {source}: {where} service")
-        extra = sorted(set(service) - {"distribution", "mean"})
+        name = service.get("distribution", top_service.get("distribution", "exponential"))
+        if name not in ("exponential", "deterministic"):
+            raise ParameterError(f"--workload {source}: {where} service.distribution must be exponential or "
+                                 f"deterministic here (got {name!r})")
+        extra = sorted(set(service) - SERVICE_KEYS)
         if extra:
             raise ParameterError(f"--workload {source}: {where} service key(s) {extra} are not read here "
-                                 "(read: distribution, mean)")
-        name = service.get("distribution", top_service.get("distribution", "exponential"))
-        if "mean" not in service and "mean" not in top_service:
-            raise ParameterError(f"--workload {source}: {where} must give service.mean")
-        mean = _number(service.get("mean", top_service.get("mean")), f"--workload {source}: {where} service.mean")
+                                 f"(read: {', '.join(sorted(SERVICE_KEYS))})")
+        # MJQM's loader: an exponential law takes mean, or rate (alias lambda); a deterministic one value or mean
+        given = {k: v for k, v in {**top_service, **service}.items() if k != "distribution"}
+        if len(given) != 1:
+            raise ParameterError(f"--workload {source}: {where} must give exactly one of service.mean, "
+                                 f"service.rate (lambda) or service.value (got {sorted(given) or 'none'})")
+        (key, value), = given.items()
+        mean = _number(value, f"--workload {source}: {where} service.{key}")
+        if key in ("rate", "lambda"):
+            if name != "exponential":
+                raise ParameterError(f"--workload {source}: {where} service.{key} is read for an exponential law "
+                                     "only (give service.mean)")
+            mean = 1 / mean
+        elif key == "value" and name != "deterministic":
+            raise ParameterError(f"--workload {source}: {where} service.value is read for a deterministic law "
+                                 "only (give service.mean)")
         if name == "exponential":
             return parse_task_distribution(f"exponential:rate={1 / mean!r}")
         if name == "deterministic":
@@ -200,13 +228,60 @@ def _mjqm(doc: dict, source: str) -> dict:
     out["arrival"] = MJQM_ARRIVALS[distribution]
     if "policy" in doc:
         policy = doc["policy"]
+        if isinstance(policy, dict) and isinstance(policy.get("name"), str):
+            # MJQM's table form: policy.name and that policy's own parameters (smash.window, quick swap's
+            # threshold, ...); a policy with a counterpart here takes none, so a parameter is refused
+            params = sorted(set(policy) - {"name"})
+            if params and policy["name"] in MJQM_POLICIES:
+                raise ParameterError(f"--workload {source}: MJQM policy {policy['name']!r} takes no parameters "
+                                     f"here (got {params})")
+            policy = policy["name"]
         if not isinstance(policy, str):
             raise ParameterError(f"--workload {source}: policy must be a string, one of "
                                  f"{', '.join(repr(p) for p in MJQM_POLICIES)} (got {policy!r})")
         out["mjqm_policy"] = policy
         if policy in MJQM_POLICIES:
             out["scheduling"] = MJQM_POLICIES[policy]
+    if notices:
+        out["notices"] = ["; ".join(notices)]                  # one notice line
     return out
+
+
+def _mjqm_run_notices(doc: dict, source: str) -> list[str]:
+    """What MJQM's run settings in ``doc`` become here, as notices; a malformed ``[simulation]`` table is
+    refused (its keys are MJQM's run length and nothing else)."""
+    run = {k: doc[k] for k in ("events", "repetitions") if k in doc}
+    if "simulation" in doc:
+        sim = _table(doc["simulation"], f"--workload {source}: simulation")
+        extra = sorted(set(sim) - MJQM_SIMULATION_KEYS)
+        if extra:
+            raise ParameterError(f"--workload {source}: MJQM simulation key(s) {extra} are not read here (read: "
+                                 f"{', '.join(sorted(MJQM_SIMULATION_KEYS))})")
+        run.update(sim)
+    notes = []
+    if run:
+        told = ", ".join(f"{k} = {v!r}" for k, v in sorted(run.items()))
+        notes.append(f"MJQM's run length ({told}) is not used: the run length comes from --jobs and "
+                     "--replications")
+    if "generator" in doc:
+        notes.append(f"MJQM's generator {doc['generator']!r} is not used: draws come from numpy's PCG64 and --seed")
+    if "output" in doc:
+        notes.append("MJQM's output columns are not used: this tool reports its own")
+    if "pivot" in doc:
+        pivots = doc["pivot"] if isinstance(doc["pivot"], list) else [doc["pivot"]]
+        keys = sorted({_pivot_key(k, v) for p in pivots if isinstance(p, dict) for k, v in p.items()})
+        notes.append(f"MJQM's [[pivot]] (a sweep over {', '.join(keys) or 'nothing'}) is not run: this run uses "
+                     "the file's own values and the command line's; give a swept value with its option "
+                     "(--arrival-rate, --scheduling) or run 'sweep'")
+    return notes
+
+
+def _pivot_key(key: str, value) -> str:
+    """A pivot entry's dotted name (``arrival = {rate = [...]}`` is ``arrival.rate``)."""
+    if isinstance(value, dict) and len(value) == 1:
+        (inner, inner_value), = value.items()
+        return _pivot_key(f"{key}.{inner}", inner_value)
+    return key
 
 
 def read_workload(path) -> dict:
