@@ -385,7 +385,10 @@ def bound(config: BarrierSystem, epsilon: float, form: str = "gigi",
 def problem_bound(problem: BoundProblem, epsilon: float, form: str) -> Bound:
     wb = problem.waiting(epsilon, form)
     sojourn, sojourn_theta = problem.sojourn(epsilon, form)
-    return Bound(form, wb.epsilon, wb.quantile, sojourn, problem.service_quantile(epsilon), wb.theta,
+    # W <= S = W + service on every path, so a bound on S's quantile bounds W's too: the waiting bound is the
+    # lesser of the two (the two optimisations over theta are separate; at epsilon near the smallest double
+    # the waiting one can come out above the sojourn one)
+    return Bound(form, wb.epsilon, min(wb.quantile, sojourn), sojourn, problem.service_quantile(epsilon), wb.theta,
                  sojourn_theta, problem.theta_star, problem.spacing.mean())
 
 

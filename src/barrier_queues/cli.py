@@ -318,7 +318,7 @@ def _stability(args) -> dict:
 def _print_stability(out: dict) -> None:
     name = f"({out['servers']},{out['tasks']},{out['needed']}) {out['barriers']}-barrier"
     print(f"system            {name}")
-    print(f"task law          {out['task_law']}")
+    print(f"task law          {_law_words(out['task_law'])}")
     print(f"method            {out['method']}" + (f" ({out['states']:,} states)" if "states" in out else ""))
     ci = f"  95% CI [{out['lambda_max_ci'][0]:.6g}, {out['lambda_max_ci'][1]:.6g}]" if "lambda_max_ci" in out else ""
     print(f"lambda_max        {out['lambda_max']:.10g}  {out['lambda_max_unit']}{ci}")
@@ -327,24 +327,33 @@ def _print_stability(out: dict) -> None:
     print(f"task_throughput   {out['task_throughput']:.10g}  tasks per worker per mean task time")
 
 
-#: simulate's options that moldable jobs refuse (Appendix B, section 7), and the value each must keep
-MOLDABLE_REFUSED = {"tasks_pmf": None, "needed": None, "barrier_fraction": None, "scheduling": None,
-                    "placement": None, "phases": None, "release": None, "failure_rate": None, "overhead": None,
-                    "workload": None, "jobs_csv": None, "precision": None,
-                    "precision_abs": None, "budget": None, "warmup": None}
+#: what a moldable run reads of simulate's options (Appendix B, section 7); every other option of simulate given
+#: with --moldable is refused, found by comparing each option with its default (SIMULATE_DEFAULTS), so that an
+#: option added to simulate is refused with --moldable until the moldable path reads it
+MOLDABLE_READS = {"servers", "tasks", "barriers", "task_dist", "task_rate", "arrival_rate", "utilization", "arrival",
+                  "jobs", "replications", "seed", "saturated", "moldable", "take_fraction", "patience_wait",
+                  "requirement", "allow_unstable", "json"}
+#: the saturated moldable run: all jobs at time 0, so no load and no arrival process
+MOLDABLE_SATURATED_REFUSED = ("arrival_rate", "utilization", "arrival")
+#: simulate's options and their defaults (filled when its parser is built)
+SIMULATE_DEFAULTS: dict = {}
 
 
 def _simulate_moldable(args) -> dict:
     from .moldable import simulate_moldable
 
-    given = [name for name, default in MOLDABLE_REFUSED.items() if getattr(args, name, None) != default]
+    given = [name for name, default in SIMULATE_DEFAULTS.items()
+             if name not in MOLDABLE_READS and getattr(args, name, default) != default]
     if args.saturated:
-        given += [name for name in ("arrival_rate", "utilization") if getattr(args, name) is not None]
+        given += [name for name in MOLDABLE_SATURATED_REFUSED if getattr(args, name) is not None]
     if given:
         flags = ", ".join("--" + g.replace("_", "-") for g in given)
-        raise ParameterError(f"--moldable must not be combined with {flags} (one k of barrier jobs, the central FIFO "
-                             "queue, fixed release, one phase, no failures; --arrival-rate or --utilization gives "
-                             "the load, or --saturated the limit)")
+        raise ParameterError(f"--moldable must not be combined with {flags}: a moldable run reads only "
+                             f"{', '.join('--' + n.replace('_', '-') for n in sorted(MOLDABLE_READS))} "
+                             "(the load as --arrival-rate or --utilization, or --saturated for the limit)")
+    if args.task_dist is not None and args.task_rate is not None:
+        raise ParameterError(f"--task-rate must not be given with --task-dist (got both: {args.task_dist!r} "
+                             "sets the task law); give the rate in the law")
     law = args.task_dist if args.task_dist is not None else (
         None if args.task_rate is None else f"exponential:rate={args.task_rate!r}")
     if args.saturated:
@@ -369,7 +378,7 @@ def _simulate_moldable(args) -> dict:
     out = simulate_moldable(args.servers, args.tasks, rate, args.moldable, args.take_fraction,
                             args.patience_wait, barriers=args.barriers or 1, task_dist=law,
                             arrival=args.arrival or "poisson", jobs=args.jobs, replications=args.replications,
-                            seed=args.seed, requirement=args.requirement)
+                            seed=args.seed, requirement=args.requirement, allow_unstable=args.allow_unstable)
     out.update(mode="moldable", config={"servers": args.servers, "tasks": args.tasks, "barriers": args.barriers or 1,
                                         "arrival_rate": rate, "utilization": args.utilization, "task_dist": law,
                                         "seed": args.seed})
@@ -429,6 +438,15 @@ def _announce_long_run(system, jobs: int, replications: int) -> None:
               file=sys.stderr, flush=True)
 
 
+def _law_words(law) -> str:
+    """A task law's description (``{'law': 'exponential', 'rate': 1.0}``) in words: ``exponential (rate 1)``."""
+    if not isinstance(law, dict):
+        return str(law)
+    params = ", ".join(f"{k} {v:g}" if isinstance(v, float | int) and not isinstance(v, bool) else f"{k} {v}"
+                       for k, v in law.items() if k != "law")
+    return f"{law.get('law', 'law')}" + (f" ({params})" if params else "")
+
+
 def _fmt(value, spec=".4f") -> str:
     return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else format(value, spec)
 
@@ -448,7 +466,9 @@ def _print_moldable(out: dict) -> None:
     cfg = out["config"]
     print(f"moldable {out['moldable']} jobs: s = {cfg['servers']}, k = {cfg['tasks']}, {cfg['barriers']} "
           f"barrier(s), lambda = {cfg['arrival_rate']:g}; {out['replications']} x {out['jobs']:,} jobs")
-    if not out["stable"]:
+    if out["stable"] is None:
+        print(f"stable: cannot tell: {out['reason']}")
+    elif not out["stable"]:
         print(f"not stable: {out['reason']} (no steady-state means)")
         return
     for key in ("waiting", "sojourn", "execution", "workers"):
@@ -474,8 +494,9 @@ def _print_simulation(out: dict) -> None:
         extra.append(f"batch sampling d = {cfg['probe_ratio']}")
     if cfg.get("scheduling", "fcfs") != "fcfs":
         extra.append(f"{cfg['scheduling']} scheduling")
-    print(f"system        s = {cfg['servers']}, k = {k}, l = {cfg['needed']}, {cfg['barriers']}-barrier, "
-          f"barrier fraction {cfg['barrier_fraction']}, task law {cfg['task_dist']}"
+    needed = "" if cfg["needed"] is None else f"l = {cfg['needed']}, "
+    print(f"system        s = {cfg['servers']}, k = {k}, {needed}{cfg['barriers']}-barrier, "
+          f"barrier fraction {cfg['barrier_fraction']}, task law {_law_words(cfg['task_dist'])}"
           + (", " + ", ".join(extra) if extra else ""))
     if out["mode"] == "saturated":
         print(f"saturated     {out['replications']} x {out['jobs']:,} jobs (warm-up: {out['warmup']['rule']})")
@@ -485,13 +506,16 @@ def _print_simulation(out: dict) -> None:
                 print(f"{key:<13} {out[key]:.6g}   {int(out['level'] * 100)}% CI "
                       f"[{_fmt(lo, '.6g')}, {_fmt(hi, '.6g')}]")
         return
-    print(f"arrivals      {cfg['arrival']}, rate {cfg['arrival_rate']:.6g}; overhead {cfg['overhead']}")
+    overhead = "no overhead model" if cfg["overhead"] is None else f"overhead {cfg['overhead']}"
+    print(f"arrivals      {cfg['arrival']}, rate {cfg['arrival_rate']:.6g}; {overhead}")
     print(f"jobs          {out['jobs']:,} measured ({out['replications']} replication(s); "
           f"warm-up {out['warmup']['rule']}:"
           f" {', '.join(f'{w:,}' for w in out['warmup']['jobs'][:4])}{' ...' if out['replications'] > 4 else ''});"
           f" CI {out['ci']['method']}")
-    print(f"utilization   {out['utilization']:.4f} measured, offered {_fmt(out['offered_utilization'])}; useful "
-          f"{out['useful_utilization']:.4f}; tasks completed per job {out['mean_completed_tasks']:.4g}"
+    measured = (f"{out['utilization']:.4f} measured" if "utilization_note" not in out
+                else f"none measured ({out['utilization_note']})")
+    print(f"utilization   {measured}, offered {_fmt(out['offered_utilization'])}; useful "
+          f"{_fmt(out['useful_utilization'])}; tasks completed per job {out['mean_completed_tasks']:.4g}"
           + (f"; held share {out['held_share']:.4f}" if "held_share" in out else ""))
     if "precision" in out:
         pr = out["precision"]
@@ -502,16 +526,7 @@ def _print_simulation(out: dict) -> None:
               f"{pr['jobs_used']:,} jobs of a budget of {pr['budget']:,}; reached {reached}")
         if not pr["met"]:
             print(f"              {pr['reason']}")
-    stab = out["stability"]
-    stable = "cannot tell (too close to the limit)" if out["stable"] is None else out["stable"]
-    print(f"stable        {stable} (lambda_max {_fmt(stab['lambda_max'], '.6g')} by {stab['method']}; "
-          f"waiting-time drift tau {_fmt(stab['kendall_tau'], '.2f')}; {stab['unstarted']:,} job(s) still waiting "
-          "at the last arrival)")
-    for reason in stab["reasons"]:
-        print(f"{'':13} unstable: {reason}")
-    if out["stable"] is False:
-        print(f"{'':13} no steady-state means: the means of this run grow with its length (run means:"
-              f" {', '.join(f'{m} {v:.4g}' for m, v in out['run_means'].items())})")
+    _print_verdict(out)
     print(f"{'':13} {'mean':>10} {'95% CI':>24} " + " ".join(f"{'q' + str(q):>10}"
                                                          for q in out["quantiles"]["waiting"]))
     for name in ("waiting", "sojourn", "execution"):
@@ -523,7 +538,8 @@ def _print_simulation(out: dict) -> None:
         label = f"k = {c['tasks']}{'' if c['barrier'] else ' plain'}"
         print(f"{label:<13} {'waiting':>7} {_fmt(c['mean_waiting'], '>10.4f')} [{_fmt(lo, '>10.4f')}, "
               f"{_fmt(hi, '>10.4f')}] q0.99 {c['quantiles']['waiting'][0.99]:.4f}; {c['share']:.1%} of jobs"
-              + ("" if c.get("stable", True) else "; UNSTABLE (its queue or waiting grows)"))
+              + ("" if c.get("stable", True) else "; UNSTABLE (its queue or waiting grows)"
+                 if c["stable"] is False else "; cannot tell (none of its jobs started before the last arrival)"))
     if "aborted_share" in out:
         _print_failures(out)
     for w in out.get("warnings") or []:
@@ -613,11 +629,30 @@ def _plan_phases(args) -> dict:
     return {"recommended": result["recommended"], "curve": result["curve"].to_dict(orient="records")}
 
 
+def _print_verdict(out: dict) -> None:
+    """A queueing run's stability verdict as text: the verdict, what decided it, and a note when it withdrew
+    the means."""
+    stab = out["stability"]
+    stable = "cannot tell" if out["stable"] is None else out["stable"]
+    limit = ("no lambda_max known for this system" if stab["method"] is None
+             else f"lambda_max {_fmt(stab['lambda_max'], '.6g')} by {stab['method']}")
+    print(f"stable        {stable} ({limit}; "
+          f"waiting-time drift tau {_fmt(stab['kendall_tau'], '.2f')}; {stab['unstarted']:,} job(s) still waiting "
+          "at the last arrival)")
+    for reason in stab["reasons"]:
+        print(f"{'':13} unstable: {reason}")
+    if out["stable"] is None and "undecided" in stab:
+        print(f"{'':13} cannot tell: {stab['undecided']}")
+    if out["stable"] is False:
+        print(f"{'':13} no steady-state means: the means of this run grow with its length (run means:"
+              f" {', '.join(f'{m} {v:.4g}' for m, v in out['run_means'].items())})")
+
+
 def _print_plan_phases(out: dict) -> None:
     import pandas as pd
 
     rec = out["recommended"]
-    print(f"k = {rec['tasks']} tasks, task law {rec['task_law']} split into m phases, Spark barrier() poll "
+    print(f"k = {rec['tasks']} tasks, task law {_law_words(rec['task_law'])} split into m phases, Spark barrier() poll "
           f"{rec['sync_poll']:g}")
     print(pd.DataFrame(out["curve"]).round(4).to_string(index=False))
     print(f"recommended: at most {rec['phases']} phases (sync share {rec['share_at_recommended']:.3f} <= "
@@ -977,6 +1012,7 @@ def _add_simulate(sub) -> None:
     _moldable_options(sim)
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.set_defaults(run=_simulate, show=_print_simulation)
+    SIMULATE_DEFAULTS.update({a.dest: a.default for a in sim._actions if a.dest != "help"})
 
 def _add_sweep(sub) -> None:
     sw = sub.add_parser("sweep", help=COMMAND_HELP["sweep"],
@@ -1109,6 +1145,9 @@ def _replay(args) -> dict:
 
     if args.force and not args.jobs_out:
         raise ParameterError("--force must come with --jobs-out (got --force alone): nothing else is written")
+    for flag, value in (("--jobs-out", args.jobs_out), ("--size-classes", args.size_classes)):
+        if value is not None and not value.strip():
+            raise ParameterError(f"{flag} must not be empty (got {value!r}): give a value or leave the option out")
     if args.jobs_out:
         check_new_file("--jobs-out", args.jobs_out, force=args.force, inputs=[args.trace])
     edges = None
@@ -1123,7 +1162,7 @@ def _replay(args) -> dict:
                                                ("estimates", args.estimates), ("load_scale", args.load_scale))
             if values is not None and len(values) > 1}
     if grid:                                             # a trace as the workload of a grid: one row per point
-        if args.jobs_out or args.size_classes:
+        if args.jobs_out is not None or args.size_classes is not None:
             raise ParameterError("--jobs-out and --size-classes must come with one value of each option (got a "
                                  "grid: " + ", ".join(f"{k} {v}" for k, v in grid.items()) + ")")
         from .replay import replay_grid
@@ -1144,8 +1183,11 @@ def _replay(args) -> dict:
 
 
 def _replay_failures(args) -> dict:
+    if args.failure_rate is None and args.seed is not None:
+        raise ParameterError(f"--seed must come with --failure-rate (got --seed {args.seed} alone): a replay "
+                             "without failures has no randomness")
     return {"failure_rate": args.failure_rate, "max_attempts": args.max_attempts,
-            "resubmit_delay": args.resubmit_delay, "seed": args.seed}
+            "resubmit_delay": args.resubmit_delay, "seed": 0 if args.seed is None else args.seed}
 
 
 def _print_replay(out: dict) -> None:
@@ -1215,8 +1257,8 @@ def _add_replay(sub) -> None:
                          "4 for a ShuffleMapStage)")
     rp.add_argument("--resubmit-delay", type=_float("resubmit-delay", 0, 1e9), default=None,
                     help="time from a failed attempt until the job waits again (default 0; Spark 0.2 s)")
-    rp.add_argument("--seed", type=_int("seed", 0, 2**63 - 1), default=0,
-                    help="seed of the failure clocks (default 0)")
+    rp.add_argument("--seed", type=_int("seed", 0, 2**63 - 1), default=None,
+                    help="with --failure-rate: seed of the failure clocks (default 0)")
     rp.add_argument("--jobs-out", default=None, help="write one row per job (job_id, submit, start, end, tasks)")
     rp.add_argument("--force", action="store_true", help="overwrite --jobs-out if it exists")
     rp.add_argument("--json", action="store_true")

@@ -255,6 +255,11 @@ class Deterministic(TaskDistribution):
         return self.value
 
 
+#: the largest task time a law may hold: sums of a job's tasks and of a run's work stay finite (k up to 1e6
+#: tasks and many jobs; 1e300 x 1e6 x 1e2 < 1.8e308, the largest double)
+MAX_TIME = 1e300
+
+
 class Empirical(TaskDistribution):
     """The empirical law of a sample of task times (resampled with replacement)."""
 
@@ -266,7 +271,10 @@ class Empirical(TaskDistribution):
             raise ParameterError("samples must contain at least one task time (got none)")
         if not np.all(np.isfinite(x)) or x[0] < 0 or x[-1] <= 0:
             raise ParameterError("samples must be finite task times >= 0 with a positive "
-                                 f"maximum (got min {x[0]!r}, max {x[-1]!r})")
+                                 f"maximum (got min {float(x[0])!r}, max {float(x[-1])!r})")
+        if x[-1] > MAX_TIME:
+            raise ParameterError(f"samples must be task times at most {MAX_TIME:g} (got max {float(x[-1])!r}): sums "
+                                 "and means of such times overflow in floating point; scale the times down")
         self.samples = x
         self.breakpoints = tuple(np.unique(x).tolist())
 
@@ -407,10 +415,14 @@ def parse_task_distribution(spec: str) -> TaskDistribution:
             raise ParameterError(f"task_dist empirical file {str(path)!r} must be a text file of numbers (it holds "
                                  "binary data)") from None
         try:
-            law = Empirical([float(v) for v in text])
+            values = [float(v) for v in text]
         except ValueError:
             raise ParameterError(f"task_dist empirical file {str(path)!r} must hold numbers "
                                  "only, one per line") from None
+        try:
+            law = Empirical(values)
+        except ParameterError as exc:
+            raise ParameterError(f"task_dist empirical file {str(path)!r}: {exc}") from None
     else:
         raise ParameterError(f"task_dist must be one of {_SPEC_HELP} (got {spec!r})")
     if kwargs:

@@ -235,7 +235,7 @@ def _checked_system(servers, tasks, policy, take_fraction, patience_wait, requir
 def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str, take_fraction: float | None = None,
                       patience_wait: str | None = None, barriers: int = 1, task_dist=None, arrival: str = "poisson",
                       jobs: int = 20_000, replications: int = 10, seed=None, level: float = 0.95,
-                      compiled: bool = True, requirement: int | None = None) -> dict:
+                      compiled: bool = True, requirement: int | None = None, allow_unstable: bool = False) -> dict:
     """Mean waiting, sojourn, execution and workers per job with t intervals over ``replications`` independent
     replications of ``jobs`` jobs (MSER-5 warm-up per replication); ``stable`` from the drift test of every
     replication's waiting times (and, for the work-conserving take-fraction and take-random with 1 barrier,
@@ -251,6 +251,11 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
     check_choice("arrival", arrival, ("poisson", "deterministic"))
     replications = check_int("replications", replications, low=1, high=10_000)
     mu = 1.0 / law.mean()
+    if rate * k / mu >= s and not allow_unstable:
+        # every policy serves each job's k tasks, so s workers serve at most s / (k E[X]) jobs per unit time
+        raise ParameterError(f"arrival_rate must be below s / (k E[X]) = {s * mu / k:.6g}, the most any policy "
+                             f"serves (got {rate:.6g}): the queue would grow without bound; lower it, or pass "
+                             "allow_unstable=True (--allow-unstable) to simulate anyway")
     streams = (seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)).spawn(replications)
     per = []
     for stream in streams:
@@ -264,19 +269,27 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
                   requirement)
         per.append(_replication_means(out, arrivals))
     work_conserving = policy in ("take-fraction", "take-random") and barriers == 1
-    drifting = any(drift(p["series"])["drifting"] for p in per)     # every replication's waiting times
+    tests = [drift(p["series"]) for p in per]                        # every replication's waiting times
+    drifting = any(t["drifting"] for t in tests)
+    untested = any(not math.isfinite(t["kendall_tau"]) for t in tests)
     stable = not drifting and (not work_conserving or rate * k / mu < s)
+    if stable and untested:
+        stable = None                      # too few measured jobs for the drift test: a short run does not pass
     summary = {"moldable": policy, "take_fraction": take_fraction, "requirement": requirement,
                "patience_wait": patience_wait if policy == "patience" else None, "jobs": jobs,
-               "replications": replications, "stable": bool(stable), "warmup_jobs": [p["warmup"] for p in per],
+               "replications": replications, "stable": stable if stable is None else bool(stable),
+               "warmup_jobs": [p["warmup"] for p in per],
                "ci": {"level": level},
                "method": ("compiled" if compiled else "plain-Python") + " model (barrier_queues.moldable), MSER-5 "
                          "warm-up, t interval over replications"}
     for key in ("waiting", "sojourn", "execution", "workers"):
         values = [p[key] for p in per]
-        summary[f"mean_{key}"] = float(np.mean(values)) if stable else None
-        summary["ci"][key] = (t_interval(values, level) if stable and replications >= 2 else None)
-    if not stable:
+        summary[f"mean_{key}"] = float(np.mean(values)) if stable is not False else None
+        summary["ci"][key] = (t_interval(values, level) if stable is not False and replications >= 2 else None)
+    if stable is None:
+        summary["reason"] = ("too few measured jobs to judge: the drift test needs 20 or more per replication "
+                             "after the warm-up (run more jobs)")
+    elif not stable:
         summary["reason"] = ("the waiting times grow (drift test)" if drifting else
                              "lambda k E[X] >= s: beyond the work-conserving limit")
     return summary

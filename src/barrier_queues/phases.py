@@ -145,7 +145,7 @@ def plan_phases(tasks: int, task_dist=None, sync_poll: float = 1.0, max_share: f
     phases each phase is ``X / m`` (the same total work, split). For ``m = 1
     .. max_phases`` the table gives the mean job time with an ideal barrier
     and with Spark's polling barrier (period ``sync_poll``), and the sync
-    share ``1 - E[D_ideal] / E[D_spark]``; ``recommended`` is the largest
+    share ``1 - E[D_ideal] / E[D_spark]`` (at least 0: a Monte Carlo estimate below 0 is reported as 0); ``recommended`` is the largest
     ``m`` whose share stays at or below ``max_share``.
 
     Returns ``{"recommended": {...}, "curve": DataFrame}``.
@@ -169,7 +169,9 @@ def plan_phases(tasks: int, task_dist=None, sync_poll: float = 1.0, max_share: f
         spark = phase_law(per_phase, k, m, "spark", poll, samples=samples, seed=seed) if m > 1 else ideal
         rows.append({"phases": m, "mean_job_ideal": ideal.mean_departure, "mean_job_spark": spark.mean_departure,
                      "spark_se": spark.departure_se or 0.0,
-                     "sync_share": 1.0 - ideal.mean_departure / spark.mean_departure})
+                     # the true share is >= 0 (a polling barrier never releases before the ideal one); a
+                     # Monte Carlo estimate below 0 is noise (spark_se says how much) and is reported as 0
+                     "sync_share": max(0.0, 1.0 - ideal.mean_departure / spark.mean_departure)})
     curve = pd.DataFrame(rows)
     ok = curve[curve.sync_share <= share_limit]
     best = int(ok.phases.max()) if len(ok) else 1

@@ -132,13 +132,27 @@ def knee_law(law, tasks: int, min_fraction: float = 0.5, min_wait: float = 0.0, 
     return _knee_law(law, k, float(min_fraction), float(min_wait), float(gain), samples, int(seed))
 
 
+#: timeouts beyond this many mean task times get doubling quadrature intervals (timeout_law)
+TAIL_EDGE = 32.0
+
+
 def timeout_law(law, tasks: int, timeout: float) -> ReleaseLaw:
     """Exact (quadrature) law of the timeout release ``D = min(X_(k:k), T)``."""
     from scipy import integrate
 
     k = check_int("tasks", tasks, low=1)
     t_end = float(timeout)
-    edges = [0.0, *sorted(b for b in getattr(law, "breakpoints", ()) if 0 < b < t_end), t_end]
+    points = {b for b in getattr(law, "breakpoints", ()) if 0 < b < t_end}
+    # a timeout far beyond the law's scale: quad over [0, T] would sample only where 1 - F(t)^k is already 0 and
+    # return 0 (a zero mean departure); intervals doubling from TAIL_EDGE means keep every piece on the scale of
+    # its integrand (T up to TAIL_EDGE means: the intervals as before, unchanged)
+    scale = float(law.mean())
+    if math.isfinite(scale) and scale > 0:
+        edge = TAIL_EDGE * scale
+        while edge < t_end:
+            points.add(edge)
+            edge *= 2.0
+    edges = [0.0, *sorted(points), t_end]
     opts = {"limit": 400, "epsabs": 1e-13 * max(t_end, 1e-300), "epsrel": 1e-11}
 
     def integral(f):

@@ -80,6 +80,17 @@ class ReplayResult:
                 **self.metrics(tau=tau, trim=trim, size_edges=size_edges)}
 
 
+def check_estimates(schedulings, estimates) -> None:
+    """Requested estimates are read by backfill alone: any other discipline with ``estimates='requested'``
+    (in a grid, any such combination) is refused, never run with the exact times under the option's name."""
+    others = [d for d in schedulings if d != "backfill"]
+    if "requested" in estimates and others:
+        raise ParameterError(f"estimates must be 'exact' under {', '.join(others)} (got 'requested'): only "
+                             "backfill predicts runtimes, the other disciplines never read an estimate"
+                             + ("; give the requested-estimate points a grid of backfill alone"
+                                if len(schedulings) > 1 else ""))
+
+
 def _selected(trace: Trace, servers: int, load_scale: float) -> tuple[pd.DataFrame, np.ndarray, dict]:
     """The trace's jobs that fit on ``servers`` workers (the others counted), submissions scaled."""
     jobs = trace.jobs
@@ -109,6 +120,7 @@ def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", e
     check_choice("scheduling", scheduling, DISCIPLINES)
     check_choice("estimates", estimates, ESTIMATES)
     load_scale = check_positive("load_scale", load_scale)
+    check_estimates([scheduling], [estimates])
     if servers is None:
         if trace.servers is None:
             raise ParameterError("servers must be given: the trace does not say how many workers its machine had")
@@ -251,9 +263,15 @@ def size_classes(tasks: np.ndarray, servers: int, edges=None) -> tuple[np.ndarra
     labels (``k = 1``, ``k 2-3``, ...)."""
     if edges is None:
         edges = [1] + [2 ** i for i in range(1, max(1, int(math.log2(servers))) + 1) if 2 ** i <= servers]
-    edges = sorted({int(e) for e in edges})
-    if not edges or edges[0] < 1:
-        raise ParameterError(f"size_edges must be integers >= 1 (got {edges})")
+    given = [int(e) for e in edges]
+    shown = ",".join(str(e) for e in given)
+    if not given or any(b <= a for a, b in zip(given[:-1], given[1:], strict=False)):
+        raise ParameterError(f"size classes (--size-classes, size_edges) must be increasing lower bounds of k "
+                             f"(got {shown or 'none'})")
+    if given[0] != 1:
+        raise ParameterError(f"size classes (--size-classes, size_edges) must start at 1 (got {shown}): the jobs "
+                             f"of k below {given[0]} would be in no class; give 1,{shown}")
+    edges = given
     labels = []
     for i, lo in enumerate(edges):
         hi = edges[i + 1] - 1 if i + 1 < len(edges) else None
@@ -329,6 +347,8 @@ def replay_grid(trace: Trace, grid: dict, tau: float = BSLD_TAU, trim: bool = Fa
         if not v or len(set(map(str, v))) < len(v):
             raise ParameterError(f"grid option {name} must list distinct values (got {v})")
         values.append(v)
+    check_estimates(values[names.index("scheduling")] if "scheduling" in names else ["fcfs"],
+                    values[names.index("estimates")] if "estimates" in names else ["exact"])
     rows = []
     for i, combo in enumerate(itertools.product(*values)):
         point = dict(zip(names, combo, strict=True))
@@ -345,5 +365,6 @@ def replay_grid(trace: Trace, grid: dict, tau: float = BSLD_TAU, trim: bool = Fa
     return pd.DataFrame(rows)
 
 
-__all__ = ["BSLD_TAU", "DISCIPLINES", "ESTIMATES", "GRID_OPTIONS", "ReplayResult", "failure_inputs", "replay",
+__all__ = ["BSLD_TAU", "DISCIPLINES", "ESTIMATES", "GRID_OPTIONS", "ReplayResult", "check_estimates", "failure_inputs",
+           "replay",
            "replay_grid", "size_classes", "trace_metrics"]

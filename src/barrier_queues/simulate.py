@@ -47,6 +47,7 @@ from .stability import MC_LIMIT_MARGIN, stability_error, stability_verdict
 from .statistics import (
     ALPHA,
     METRICS,
+    MIN_SPAN_EXECUTIONS,
     MIN_TAIL_JOBS,
     MIN_UTILIZATION_JOBS,
     QUANTILES,
@@ -433,9 +434,14 @@ class SimulationResult:
             if c["starts_late"]:
                 reasons.append(f"{c['late_share']:.0%} of {name} ({c['unstarted']:,} jobs) were still waiting at "
                                "the last arrival: they start only once the arrivals end")
+        # a class none of whose jobs started before the last arrival (too few for the late-start test) is not
+        # passed: whether it is served at all is not known from this run
+        never = [c for c in run["classes"] if c["arrived"] and c["unstarted"] == c["arrived"] and c["stable"]]
         if labels and run["queue_grows"] and not any(c["queue_grows"] for c in run["classes"]):
             reasons.append(f"the queue of all jobs grows by {run['queue_growth']:.3g} jobs per unit time")
-        out["stable"] = (False if reasons else None if verdict["verdict"] == "undecided" else True)
+        out["stable"] = (False if reasons else None if verdict["verdict"] == "undecided" or never else True)
+        for c in never:
+            c["stable"] = None
         out["stability"] = {"lambda_max": verdict["lambda_max"], "method": verdict["method"],
                             "drift_test": "Kendall tau of 20 batch means of replication 0's waiting times", **dr,
                             "queue_test": "per class: Kendall tau of 20 batch means of the queue (jobs waiting at "
@@ -454,11 +460,17 @@ class SimulationResult:
             out["stability"].update({k: only[k] for k in ("queue_grows", "mean_queue", "late_share")})
         if verdict["lambda_max_ci"] is not None:
             out["stability"]["lambda_max_ci"] = verdict["lambda_max_ci"]
-        if out["stable"] is None:
+        if out["stable"] is None and verdict["verdict"] == "undecided":
             out["stability"]["undecided"] = (
                 f"the arrival rate lies within {MC_LIMIT_MARGIN:g} half-widths of the 95 % interval of the "
                 "Monte Carlo stability limit and the drift test does not flag a growing queue: too close to "
                 "the limit to tell (a saturated run, or a longer one, decides)")
+        elif out["stable"] is None:
+            names = ", ".join(f"k = {c['tasks']}{'' if c['barrier'] else ' plain'} ({c['arrived']:,} job(s))"
+                              for c in never)
+            out["stability"]["undecided"] = (
+                f"no job of {names} started before the last arrival, too few for the late-start test: whether "
+                "that class is served at all is not known from this run (run more jobs)")
         out["warnings"] = []
 
     @staticmethod
@@ -487,12 +499,19 @@ class SimulationResult:
                 row[f"mean_{m}"] = None
                 row["ci"][m] = None
 
+    def _check_run_length(self, out: dict) -> None:
+        """The run-length warnings into ``out``; a run too short to judge does not pass (``stable`` None)."""
+        out["warnings"] += self._run_length_warnings(out)
+        if out["stability"].get("too_short") and out["stable"] is True:
+            out["stable"] = None
+            out["stability"]["undecided"] = (
+                "the run is too short to judge: " + out["warnings"][0].split(": fewer than")[0]
+                + f", fewer than {MIN_SPAN_EXECUTIONS} (run more jobs)")
+
     def _run_length_warnings(self, out: dict) -> list[str]:
         """Runs too short for their slowest class: the measured time is fewer than
         :data:`~barrier_queues.statistics.MIN_SPAN_EXECUTIONS` times the longest class mean execution time, or
         the warm-up removed most of a class's jobs. Their means are those of a transient."""
-        from .statistics import MIN_SPAN_EXECUTIONS
-
         warnings = []
         span = float(np.mean([s.span for s in self.stats]))
         rows = out.get("classes") or [{"tasks": None, "mean_execution": out["mean_execution"], "jobs": out["jobs"]}]
@@ -501,6 +520,7 @@ class SimulationResult:
         longest = slow["mean_execution"]
         if longest is not None and math.isfinite(longest) and longest > 0 and span < MIN_SPAN_EXECUTIONS * longest:
             which = "" if slow["tasks"] is None else f" (the class k = {slow['tasks']})"
+            out["stability"]["too_short"] = True
             warnings.append(f"the measured part of each run spans {span:.4g} time units, {span / longest:.3g} times "
                             f"the longest mean execution time {longest:.4g}{which}: fewer than "
                             f"{MIN_SPAN_EXECUTIONS}, so the means may be those of the empty start; run more jobs")
@@ -564,6 +584,9 @@ class SimulationResult:
                           "at_limit": [s.warmup_at_limit for s in stats]},
                "utilization": self.utilization(), "offered_utilization": offered_utilization(system),
                "useful_utilization": self.utilization("useful"),
+               **({"utilization_note": f"no measured utilization from fewer than {MIN_UTILIZATION_JOBS} measured "
+                                       f"jobs (got {jobs}): a few jobs give no estimate of a long-run fraction"}
+                  if jobs < MIN_UTILIZATION_JOBS else {}),
                "mean_completed_tasks": sum(s.sums["completed"] for s in stats) / jobs if jobs else float("nan"),
                "ci": {"level": level}, "quantiles": {}, "quantile_ci": {},
                "quantile_ci_rule": f"sectioning: pooled quantile +- t x spread of the replications' quantiles; "
@@ -607,7 +630,7 @@ class SimulationResult:
         if out["stable"] is False:
             self._withdraw_means(out)
         else:
-            out["warnings"] += self._run_length_warnings(out)
+            self._check_run_length(out)
         total_jobs = sum(s.total_jobs for s in stats)
         kernel = sum(s.kernel_seconds for s in stats)
         out["seconds"] = self.seconds

@@ -335,7 +335,10 @@ def run_stability(stats: list, labels: list | None = None) -> dict:
     """
     queues = [s.extra.get("queue") for s in stats]
     if not queues or any(q is None for q in queues):
-        return {"classes": [], "stable": True}
+        # replications without the queue's record (statistics stored by an earlier version): no queue test, and
+        # every field the verdict reads, so that the other tests still decide
+        return {"classes": [], "stable": True, "queue_tau": math.nan, "queue_pvalue": math.nan,
+                "queue_grows": False, "queue_growth": math.nan, "unstarted": 0, "censored": 0, "span": math.nan}
     groups = queues[0]["at"].shape[0]
     n = min(q["at"].shape[1] for q in queues)
     times = np.mean([q["times"][:n] for q in queues], axis=0)

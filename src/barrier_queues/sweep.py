@@ -804,7 +804,7 @@ def trace_sweep(trace_path, grid: dict, out, fmt: str = "csv", tau: float | None
     import pandas as pd
 
     from ._version import __version__
-    from .replay import BSLD_TAU, GRID_OPTIONS, replay_grid
+    from .replay import BSLD_TAU, GRID_OPTIONS, check_estimates, replay_grid
     from .traces import read_trace
 
     _check_format(fmt)
@@ -825,6 +825,7 @@ def trace_sweep(trace_path, grid: dict, out, fmt: str = "csv", tau: float | None
         if not v or len(set(map(str, v))) < len(v):
             raise ParameterError(f"grid option {name} must list distinct values (got {v})")
         values[name] = v
+    check_estimates(values["scheduling"], values["estimates"])
     points = [dict(zip(GRID_OPTIONS, combo, strict=True)) for combo in itertools.product(*values.values())]
     keys = [json.dumps(_canonical(p), sort_keys=True) for p in points]
     manifest = {"kind": "trace", "trace": str(path), "trace_md5": _content_digest(path), "bsld_tau": float(tau),

@@ -143,11 +143,42 @@ def _table(value, where: str) -> dict:
     return value
 
 
+def _mjqm_law(table: dict, where: str, source: str, top_service: dict):
+    """One MJQM class's service law (its ``service`` table over the file's top-level one) as a task law."""
+    from .distributions import parse_task_distribution
+
+    service = _table(table.get("service", {}), f"--workload {source}: {where} service")
+    name = service.get("distribution", top_service.get("distribution", "exponential"))
+    if name not in ("exponential", "deterministic"):
+        raise ParameterError(f"--workload {source}: {where} service.distribution must be exponential or "
+                             f"deterministic here (got {name!r})")
+    extra = sorted(set(service) - SERVICE_KEYS)
+    if extra:
+        raise ParameterError(f"--workload {source}: {where} service key(s) {extra} are not read here "
+                             f"(read: {', '.join(sorted(SERVICE_KEYS))})")
+    # MJQM's loader: an exponential law takes mean, or rate (alias lambda); a deterministic one value or mean
+    given = {k: v for k, v in {**top_service, **service}.items() if k != "distribution"}
+    if len(given) != 1:
+        raise ParameterError(f"--workload {source}: {where} must give exactly one of service.mean, "
+                             f"service.rate (lambda) or service.value (got {sorted(given) or 'none'})")
+    (key, value), = given.items()
+    mean = _number(value, f"--workload {source}: {where} service.{key}")
+    if key in ("rate", "lambda"):
+        if name != "exponential":
+            raise ParameterError(f"--workload {source}: {where} service.{key} is read for an exponential law "
+                                 "only (give service.mean)")
+        mean = 1 / mean
+    elif key == "value" and name != "deterministic":
+        raise ParameterError(f"--workload {source}: {where} service.value is read for a deterministic law "
+                             "only (give service.mean)")
+    if name == "exponential":
+        return parse_task_distribution(f"exponential:rate={1 / mean!r}")
+    return parse_task_distribution(f"deterministic:value={mean!r}")
+
+
 def _mjqm(doc: dict, source: str) -> dict:
     """MJQM's TOML input as our workload description (classes of barrier jobs with a shared time); every key
     it holds is honoured or refused."""
-    from .distributions import parse_task_distribution
-
     unknown = sorted(set(doc) - MJQM_KEYS - MJQM_RUN_KEYS)
     if unknown:
         raise ParameterError(f"--workload {source}: MJQM key(s) {unknown} are not read here (read: "
@@ -166,38 +197,6 @@ def _mjqm(doc: dict, source: str) -> dict:
             raise ParameterError(f"--workload {source}: MJQM {name} key(s) {extra} are not read here (read: "
                                  f"{', '.join(sorted(allowed))})")
 
-    def law(table: dict, where: str):
-        service = _table(table.get("service", {}), f"--workload {source}: {where} service")
-        name = service.get("distribution", top_service.get("distribution", "exponential"))
-        if name not in ("exponential", "deterministic"):
-            raise ParameterError(f"--workload {source}: {where} service.distribution must be exponential or "
-                                 f"deterministic here (got {name!r})")
-        extra = sorted(set(service) - SERVICE_KEYS)
-        if extra:
-            raise ParameterError(f"--workload {source}: {where} service key(s) {extra} are not read here "
-                                 f"(read: {', '.join(sorted(SERVICE_KEYS))})")
-        # MJQM's loader: an exponential law takes mean, or rate (alias lambda); a deterministic one value or mean
-        given = {k: v for k, v in {**top_service, **service}.items() if k != "distribution"}
-        if len(given) != 1:
-            raise ParameterError(f"--workload {source}: {where} must give exactly one of service.mean, "
-                                 f"service.rate (lambda) or service.value (got {sorted(given) or 'none'})")
-        (key, value), = given.items()
-        mean = _number(value, f"--workload {source}: {where} service.{key}")
-        if key in ("rate", "lambda"):
-            if name != "exponential":
-                raise ParameterError(f"--workload {source}: {where} service.{key} is read for an exponential law "
-                                     "only (give service.mean)")
-            mean = 1 / mean
-        elif key == "value" and name != "deterministic":
-            raise ParameterError(f"--workload {source}: {where} service.value is read for a deterministic law "
-                                 "only (give service.mean)")
-        if name == "exponential":
-            return parse_task_distribution(f"exponential:rate={1 / mean!r}")
-        if name == "deterministic":
-            return parse_task_distribution(f"deterministic:value={mean!r}")
-        raise ParameterError(f"--workload {source}: {where} service.distribution must be exponential or "
-                             f"deterministic here (got {name!r})")
-
     entries = doc["class"]
     if not entries:
         raise ParameterError(f"--workload {source}: MJQM [[class]] must hold at least one class")
@@ -215,7 +214,8 @@ def _mjqm(doc: dict, source: str) -> dict:
         classes.append({"share": _number(arrival["prob"], f"--workload {source}: class {i} arrival.prob",
                                          positive=False),
                         "tasks": c.get("cores"), "barrier": True, "shared": True,
-                        "task_dist": law(c, f"class {i}"), "name": str(c.get("name", f"{c.get('cores')} cores"))})
+                        "task_dist": _mjqm_law(c, f"class {i}", source, top_service),
+                        "name": str(c.get("name", f"{c.get('cores')} cores"))})
     out = {"classes": classes}
     if "cores" in doc:
         out["servers"] = doc["cores"]
@@ -227,23 +227,28 @@ def _mjqm(doc: dict, source: str) -> dict:
                              f"{', '.join(MJQM_ARRIVALS)} here (got {distribution!r})")
     out["arrival"] = MJQM_ARRIVALS[distribution]
     if "policy" in doc:
-        policy = doc["policy"]
-        if isinstance(policy, dict) and isinstance(policy.get("name"), str):
-            # MJQM's table form: policy.name and that policy's own parameters (smash.window, quick swap's
-            # threshold, ...); a policy with a counterpart here takes none, so a parameter is refused
-            params = sorted(set(policy) - {"name"})
-            if params and policy["name"] in MJQM_POLICIES:
-                raise ParameterError(f"--workload {source}: MJQM policy {policy['name']!r} takes no parameters "
-                                     f"here (got {params})")
-            policy = policy["name"]
-        if not isinstance(policy, str):
-            raise ParameterError(f"--workload {source}: policy must be a string, one of "
-                                 f"{', '.join(repr(p) for p in MJQM_POLICIES)} (got {policy!r})")
-        out["mjqm_policy"] = policy
-        if policy in MJQM_POLICIES:
-            out["scheduling"] = MJQM_POLICIES[policy]
+        out.update(_mjqm_policy(doc["policy"], source))
     if notices:
         out["notices"] = ["; ".join(notices)]                  # one notice line
+    return out
+
+
+def _mjqm_policy(policy, source: str) -> dict:
+    """MJQM's policy (a name, or a table with ``name`` and the policy's parameters) and our discipline for it."""
+    if isinstance(policy, dict) and isinstance(policy.get("name"), str):
+        # MJQM's table form: policy.name and that policy's own parameters (smash.window, quick swap's
+        # threshold, ...); a policy with a counterpart here takes none, so a parameter is refused
+        params = sorted(set(policy) - {"name"})
+        if params and policy["name"] in MJQM_POLICIES:
+            raise ParameterError(f"--workload {source}: MJQM policy {policy['name']!r} takes no parameters "
+                                 f"here (got {params})")
+        policy = policy["name"]
+    if not isinstance(policy, str):
+        raise ParameterError(f"--workload {source}: policy must be a string, one of "
+                             f"{', '.join(repr(p) for p in MJQM_POLICIES)} (got {policy!r})")
+    out = {"mjqm_policy": policy}
+    if policy in MJQM_POLICIES:
+        out["scheduling"] = MJQM_POLICIES[policy]
     return out
 
 

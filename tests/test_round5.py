@@ -1,0 +1,188 @@
+"""Nothing silently wrong, round 5 (issue 58): each case as a test that fails if the case comes back. A case is
+an input a user can give; what it must get is exit 2 and one line naming the option, or a right answer."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import barrier_queues as bq
+from barrier_queues.release import release_law
+
+CLI = [sys.executable, "-m", "barrier_queues.cli"]
+
+
+def _run(*args, timeout=120):
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def _one_line_refusal(out, fragment: str) -> None:
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert fragment in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("timeout", [100.0, 1e5, 1e9])
+def test_a_timeout_far_beyond_the_tasks_is_the_fixed_release(timeout):
+    """D = min(X_(k:k), T) with T far beyond every task: E[D] = H_k / mu, the fixed release's (an independent
+    closed form). The quadrature over [0, T] in one piece returned 0 (ZeroDivisionError in stability)."""
+    system = bq.BarrierSystem(servers=16, tasks=8, barriers=2, release="timeout", timeout=timeout)
+    law = release_law(system)
+    assert law.mean_departure == pytest.approx(sum(1 / i for i in range(1, 9)), rel=1e-9)
+    assert law.mean_work == pytest.approx(8.0, rel=1e-9)
+
+
+def test_stability_and_simulate_with_a_huge_timeout_answer_without_warnings():
+    out = _run("stability", "-s", "16", "-k", "8", "-b", "2", "--release", "timeout", "--timeout", "100000",
+               "--json")
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert json.loads(out.stdout)["lambda_max"] == pytest.approx(2 / sum(1 / i for i in range(1, 9)), rel=1e-9)
+    out = _run("simulate", "-s", "16", "-k", "8", "-b", "2", "--release", "timeout", "--timeout", "1e9",
+               "--utilization", "0.3", "--jobs", "2000", "--json")
+    assert out.returncode == 0 and "Warning" not in out.stderr, out.stderr
+    assert json.loads(out.stdout)["offered_utilization"] == pytest.approx(0.3)
+
+
+def test_a_run_too_short_to_judge_does_not_pass_and_says_why_utilization_is_missing():
+    out = _run("simulate", "-s", "8", "-k", "2", "--utilization", "0.3", "--jobs", "2", "--seed", "1", "--json")
+    doc = json.loads(out.stdout)
+    assert doc["utilization"] is None and "fewer than 100 measured jobs" in doc["utilization_note"]
+    assert doc["stable"] is None and "too short to judge" in doc["stability"]["undecided"]
+    text = _run("simulate", "-s", "8", "-k", "2", "--utilization", "0.3", "--jobs", "2", "--seed", "1").stdout
+    assert "none measured" in text and "cannot tell: the run is too short" in text
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_a_class_that_never_started_is_not_passed(seed):
+    """Rare 16-task gangs under first-fit at rho 0.95: with these seeds every gang that arrived was still
+    waiting at the last arrival (fewer than the late-start test's 10 jobs); the verdict was "stable": true."""
+    out = _run("simulate", "-s", "16", "--tasks-pmf", "1:0.999,16:0.001", "--utilization", "0.95", "--jobs",
+               "5000", "--scheduling", "first-fit", "--seed", str(seed), "--json")
+    doc = json.loads(out.stdout)
+    gangs = [c for c in doc["stability"]["classes"] if c["tasks"] == 16][0]
+    assert gangs["arrived"] == gangs["unstarted"] > 0
+    assert doc["stable"] is not True and gangs["stable"] is not True
+    if doc["stable"] is None:
+        assert "no job of k = 16" in doc["stability"]["undecided"]
+
+
+def test_text_output_is_in_words_not_python():
+    text = _run("simulate", "--workload", "tests/data/workloads/mixed.json", "-s", "16", "--arrival-rate", "0.5",
+                "--jobs", "3000", "--scheduling", "first-fit", "--seed", "2").stdout
+    for python in ("None", "{'", "'}"):
+        assert python not in text, text
+    assert "task law exponential (rate 1)" in text and "no overhead model" in text
+    text = _run("stability", "-s", "8", "-k", "2").stdout
+    assert "{" not in text and "task law          exponential (rate 1)" in text
+
+
+def test_requested_estimates_are_refused_where_no_discipline_reads_them(tmp_path):
+    from tests.test_replay import SWF
+
+    log = tmp_path / "t.swf"
+    log.write_text(SWF)
+    for scheduling in ("fcfs", "first-fit", "server-filling"):
+        _one_line_refusal(_run("replay", str(log), "--scheduling", scheduling, "--estimates", "requested"),
+                          f"estimates must be 'exact' under {scheduling}")
+    _one_line_refusal(_run("replay", str(log), "--scheduling", "fcfs,backfill", "--estimates", "exact,requested"),
+                      "a grid of backfill alone")
+    _one_line_refusal(_run("sweep", "--trace", str(log), "--out", str(tmp_path / "f"), "--scheduling",
+                           "first-fit,backfill", "--estimates", "requested"), "estimates must be 'exact'")
+    assert not (tmp_path / "f").exists()
+    assert _run("replay", str(log), "--scheduling", "backfill", "--estimates", "requested").returncode == 0
+
+
+@pytest.mark.parametrize("classes, fragment", [("2,4", "must start at 1 (got 2,4)"),
+                                               ("1,4,2", "must be increasing"), ("1,1,4", "must be increasing"),
+                                               ("", "--size-classes must not be empty")])
+def test_size_classes_keep_every_job_and_are_in_order(tmp_path, classes, fragment):
+    from tests.test_replay import SWF
+
+    log = tmp_path / "t.swf"
+    log.write_text(SWF)
+    _one_line_refusal(_run("replay", str(log), "--size-classes", classes), fragment)
+
+
+def test_an_empty_jobs_out_is_refused(tmp_path):
+    from tests.test_replay import SWF
+
+    log = tmp_path / "t.swf"
+    log.write_text(SWF)
+    _one_line_refusal(_run("replay", str(log), "--jobs-out", ""), "--jobs-out must not be empty")
+
+
+def test_a_folder_whose_stored_replications_lack_the_queue_record_grows(tmp_path):
+    """Statistics stored without the per-class queue record (an earlier version's folder) grown from 2 to 3
+    replications: a KeyError 'queue_tau' before; now the other tests decide and the row is written."""
+    from barrier_queues.statistics import load_stats, save_stats
+
+    folder = tmp_path / "sw"
+    args = ["sweep", "-s", "8", "-k", "2", "--utilization", "0.3", "--jobs", "2000", "--out", str(folder),
+            "--seed", "1", "--json"]
+    assert _run(*args, "--replications", "2").returncode == 0
+    (npz,) = folder.glob("points/*.npz")
+    stats, meta = load_stats(npz)
+    for s in stats:
+        s.extra.pop("queue")
+    save_stats(npz, stats, meta)
+    out = _run(*args, "--replications", "3")
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert json.loads(out.stdout)["rows"][0]["stable"] is True
+
+
+def test_edges_that_gave_wrong_numbers(tmp_path):
+    """plan-phases' sync share is never below 0 (a polling barrier never releases before the ideal one);
+    an empirical law of times near the largest double is refused (its sums overflowed to inf); the waiting
+    bound is never above the sojourn bound (W <= S on every path)."""
+    from barrier_queues.bounds import bound
+    from barrier_queues.phases import plan_phases
+
+    curve = plan_phases(4, "bimodal:p=0.5,rate1=1e-12,rate2=1", max_phases=12, samples=2000)["curve"]
+    assert (curve.sync_share >= 0).all()
+    big = tmp_path / "big.txt"
+    big.write_text("1e308\n1.5e308\n1.7e308\n")
+    _one_line_refusal(_run("plan-phases", "-k", "4", "--task-dist", f"empirical:file={big}"),
+                      "must be task times at most 1e+300")
+    for util in (0.9, 0.5):
+        b = bound(bq.BarrierSystem(servers=8, tasks=2, arrival_rate=util * 8 / 2 / 1.5), 5e-324, "gg")
+        assert b.waiting_quantile <= b.sojourn_quantile
+
+
+MOLDABLE = ["simulate", "--moldable", "take-fraction", "--take-fraction", "0.5", "-s", "16", "-k", "16",
+            "--utilization", "0.3", "--jobs", "2000"]
+
+
+@pytest.mark.parametrize("extra, flag", [
+    (["--max-attempts", "3"], "--max-attempts"), (["--probe-ratio", "2"], "--probe-ratio"),
+    (["--min-fraction", "0.5"], "--min-fraction"), (["--sync", "spark"], "--sync"),
+    (["--checkpoint-interval", "1"], "--checkpoint-interval"), (["--revive", "1"], "--revive-interval"),
+    (["--force"], "--force"), (["--workers", "2"], "--workers"),
+    (["--task-dist", "exp:rate=1", "--task-rate", "2"], "--task-rate must not be given with --task-dist")])
+def test_an_option_moldable_jobs_do_not_read_is_refused(extra, flag):
+    """Found by comparing every simulate option with its default (no hand-kept list): each was run and ignored."""
+    _one_line_refusal(_run(*MOLDABLE, *extra), flag)
+
+
+def test_a_moldable_run_too_short_or_beyond_every_policys_limit():
+    """10 jobs cannot be judged (it said "stable": true at three times its limit); a load at or above
+    s / (k E[X]) is refused without --allow-unstable, as simulate refuses one above its limit."""
+    from barrier_queues.moldable import simulate_moldable
+
+    short = simulate_moldable(16, 16, 0.5, "take-fraction", 1.0, barriers=2, jobs=10, replications=1, seed=1)
+    assert short["stable"] is None and "too few measured jobs" in short["reason"]
+    with pytest.raises(bq.ParameterError, match=r"arrival_rate must be below s / \(k E\[X\]\) = 1"):
+        simulate_moldable(16, 16, 1.0, "take-fraction", 0.5, jobs=100, replications=1, seed=1)
+    over = simulate_moldable(16, 16, 3.0, "take-fraction", 1.0, barriers=2, jobs=2000, replications=1, seed=1,
+                             allow_unstable=True)
+    assert over["stable"] is False
+    _one_line_refusal(_run(*MOLDABLE[:-4], "--utilization", "1", "--jobs", "100"), "arrival_rate must be below")
+
+
+def test_a_replay_seed_without_failures_is_refused(tmp_path):
+    from tests.test_replay import SWF
+
+    log = tmp_path / "t.swf"
+    log.write_text(SWF)
+    _one_line_refusal(_run("replay", str(log), "--seed", "3"), "--seed must come with --failure-rate")
+    assert _run("replay", str(log), "--seed", "3", "--failure-rate", "0.001").returncode == 0
