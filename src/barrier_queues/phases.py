@@ -145,8 +145,8 @@ def plan_phases(tasks: int, task_dist=None, sync_poll: float = 1.0, max_share: f
     phases each phase is ``X / m`` (the same total work, split). For ``m = 1
     .. max_phases`` the table gives the mean job time with an ideal barrier
     and with Spark's polling barrier (period ``sync_poll``), and the sync
-    share ``1 - E[D_ideal] / E[D_spark]`` (at least 0: a Monte Carlo estimate below 0 is reported as 0); ``recommended`` is the largest
-    ``m`` whose share stays at or below ``max_share``.
+    share ``1 - E[D_ideal] / E[D_spark]`` (at least 0: a Monte Carlo estimate below 0 is reported as
+    0); ``recommended`` is the largest ``m`` whose share stays at or below ``max_share``.
 
     Returns ``{"recommended": {...}, "curve": DataFrame}``.
     """
