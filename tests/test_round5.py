@@ -186,3 +186,63 @@ def test_a_replay_seed_without_failures_is_refused(tmp_path):
     log.write_text(SWF)
     _one_line_refusal(_run("replay", str(log), "--seed", "3"), "--seed must come with --failure-rate")
     assert _run("replay", str(log), "--seed", "3", "--failure-rate", "0.001").returncode == 0
+
+
+@pytest.mark.parametrize("name, text, fragment", [
+    ("empty.csv", "job_id,submit,tasks,task_times\n1,0,2,\n2,1,1,3.0\n", "row 2: task_times is empty"),
+    ("both.csv", "job_id,submit,tasks,runtime,task_times\n1,0,2,10,1;2\n", "not both"),
+    ("big.csv", "job_id,submit,tasks,runtime\n1,1.7e308,2,1e300\n2,1.7e308,1,3.0\n", "lost in floating point"),
+    ("e300.csv", "job_id,submit,tasks,runtime\n1,1e300,2,7\n2,1e300,1,3.0\n", "job 1 (submit 1e+300, time 7)"),
+    ("skip.swf", "; MaxProcs: 8\n1 0 0 -1 2 -1 -1 2 20 -1 1 1 1 -1 -1 -1 -1 -1\n",
+     "has no job that can be replayed (skipped: 1 runtime <= 0)")])
+def test_trace_inputs_that_ended_in_tracebacks_or_wrong_numbers(tmp_path, name, text, fragment):
+    log = tmp_path / name
+    log.write_text(text)
+    _one_line_refusal(_run("replay", str(log), "--servers", "4"), fragment)
+    _one_line_refusal(_run("sweep", "--trace", str(log), "--servers", "4", "--out", str(tmp_path / "f")), fragment)
+
+
+def test_a_byte_order_mark_before_an_swf_log_is_not_content(tmp_path):
+    from tests.test_replay import SWF
+
+    plain, marked = tmp_path / "a.swf", tmp_path / "b.swf"
+    plain.write_text(SWF)
+    marked.write_bytes(b"\xef\xbb\xbf" + SWF.encode())
+    a, b = (json.loads(_run("replay", str(p), "--json").stdout) for p in (plain, marked))
+    assert a["mean_waiting"] == b["mean_waiting"] and a["jobs"] == b["jobs"] == 3
+
+
+def test_an_out_that_names_a_file_is_not_a_folder(tmp_path):
+    f = tmp_path / "afile"
+    f.write_text("mine\n")
+    _one_line_refusal(_run("sweep", "-s", "4", "-k", "2", "--utilization", "0.3", "--out", str(f)),
+                      "out must be a folder (got")
+    assert f.read_text() == "mine\n"
+
+
+def test_the_folder_spark_bench_writes_replays_on_the_slots_its_log_records():
+    """spark.eventLog.dir holding one application's log is that log, and the log's executors give the workers
+    (8 executors of 1 core: 8 slots), the same replay as --servers 8."""
+    folder = "data/spark/s8-k4-rho0.5/eventlog"
+    own = json.loads(_run("replay", folder, "--json").stdout)
+    given = json.loads(_run("replay", folder, "--servers", "8", "--json").stdout)
+    assert own["servers"] == 8 and own["mean_waiting"] == given["mean_waiting"]
+    assert any("8 task slots from the log" in n for n in own["trace"]["notes"])
+
+
+def test_a_trace_sweep_table_cut_mid_number_is_computed_again(tmp_path):
+    """The last row cut inside a number (11,648.65 read back as 116) was served and written back as valid: a
+    line without its newline is computed again, to the bytes of a fresh folder."""
+    from tests.test_replay import SWF
+
+    log = tmp_path / "t.swf"
+    log.write_text(SWF)
+    args = ["sweep", "--trace", str(log), "--scheduling", "fcfs,backfill"]
+    assert _run(*args, "--out", str(tmp_path / "fresh")).returncode == 0
+    assert _run(*args, "--out", str(tmp_path / "cut")).returncode == 0
+    table = tmp_path / "cut" / "results.csv"
+    text = table.read_text()
+    assert text.endswith(",100,3\n")                   # makespan 100, then the skipped count
+    table.write_text(text[:-len("0,3\n")])              # the last row's makespan cut to 10, its last field gone
+    assert _run(*args, "--out", str(tmp_path / "cut")).returncode == 0
+    assert table.read_bytes() == (tmp_path / "fresh" / "results.csv").read_bytes()

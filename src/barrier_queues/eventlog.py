@@ -60,8 +60,19 @@ def event_log_files(path) -> list[Path]:
         if m:
             parts.append((int(m.group(1)), f))
     if not parts:
-        raise EventLogError(f"event log directory {str(path)!r} has no events_<n>_* files "
-                            "(expected a rolled Spark event log, eventlog_v2_<app>)")
+        # spark.eventLog.dir itself (the folder spark-bench writes): one application's log in it is that log
+        apps = sorted(f for f in path.iterdir() if f.is_file() and f.name.startswith(("app-", "local-"))
+                      and not f.name.endswith(".inprogress"))
+        rolled = sorted(f for f in path.iterdir() if f.is_dir() and f.name.startswith("eventlog_v2_"))
+        if len(apps) + len(rolled) == 1:
+            return event_log_files((apps + rolled)[0])
+        if apps or rolled:
+            names = ", ".join(f.name for f in (apps + rolled)[:4])
+            raise EventLogError(f"event log directory {str(path)!r} holds {len(apps) + len(rolled)} applications' "
+                                f"logs ({names}{' ...' if len(apps) + len(rolled) > 4 else ''}): name one of them")
+        raise EventLogError(f"event log directory {str(path)!r} has no events_<n>_* files and no application's "
+                            "log (expected a rolled Spark event log, eventlog_v2_<app>, or spark.eventLog.dir "
+                            "holding one app-* log)")
     return [f for _, f in sorted(parts)]
 
 
@@ -230,6 +241,17 @@ def _read_log(path) -> dict:
             app["end_ms"] = e.get("Timestamp")
         elif kind == "SparkListenerLogStart":
             app["spark_version"] = e.get("Spark Version")
+        elif kind == "SparkListenerExecutorAdded":
+            cores = (e.get("Executor Info") or {}).get("Total Cores")
+            if isinstance(cores, int) and not isinstance(cores, bool) and cores > 0:
+                app.setdefault("executor_cores", {})[str(e.get("Executor ID"))] = cores
+        elif kind == "SparkListenerExecutorRemoved":
+            app["executors_removed"] = app.get("executors_removed", 0) + 1
+        elif kind == "SparkListenerEnvironmentUpdate":
+            cpus = ((e.get("Spark Properties") or {}) if isinstance(e.get("Spark Properties"), dict)
+                    else {}).get("spark.task.cpus")
+            if cpus is not None:
+                app["task_cpus"] = cpus
     return {"job_start": job_start, "job_end": job_end, "stage_job": stage_job, "task_start": task_start,
             "task_end": task_end, "job_where": job_where, "app": app}
 

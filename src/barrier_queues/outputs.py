@@ -75,6 +75,9 @@ def check_folder_path(name: str, path) -> Path:
     if path is None or str(path).strip() == "":
         raise ParameterError(f"{name} must be a folder path (got {str(path)!r})")
     folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise ParameterError(f"{name} must be a folder (got {str(folder)!r}, an existing file that is not a "
+                             "folder)")
     for parent in folder.parents:
         if parent.exists() and not parent.is_dir():
             raise ParameterError(f"{name} must be a folder path (got {str(folder)!r}: {str(parent)!r} is a file, "

@@ -59,6 +59,7 @@ pass ``backend``/``master``, or, where a caller passes neither, set
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import math
@@ -774,11 +775,17 @@ def _keyed_folder_rows(folder: Path, manifest: dict, keys: list, loose: tuple = 
         if not table_path.exists():                         # an interrupted run's partial table
             table_path = folder / f"results.partial.{old.get('format', 'csv')}"
         try:
-            done = pd.read_csv(table_path) if table_path.suffix == ".csv" else pd.read_parquet(table_path)
+            if table_path.suffix == ".csv":
+                raw = table_path.read_bytes()
+                # a file cut mid-row: its last line has no newline, whatever column the cut fell in (a number
+                # cut to its first digits still parses): that row is computed again
+                done = pd.read_csv(io.BytesIO(raw[:raw.rfind(b"\n") + 1] if not raw.endswith(b"\n") else raw))
+            else:
+                done = pd.read_parquet(table_path)
         except (OSError, ValueError, ImportError):
             done = pd.DataFrame()                           # none yet, or torn: those points are computed again
         for _, row in done.iterrows():
-            i = row.get("point")                            # the last column: a row cut short has none
+            i = row.get("point")                            # (a row cut short before it has none)
             if not (pd.notna(i) and float(i).is_integer() and 0 <= i < len(points)):
                 continue
             point = points[int(i)]

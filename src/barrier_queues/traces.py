@@ -153,7 +153,7 @@ def read_swf(path, width: str = "requested", servers: int | None = None) -> Trac
     """A Standard Workload Format log (see the module docstring for the mapping and the skips)."""
     check_choice("width", width, WIDTHS)
     p = Path(path)
-    text = _open_bytes(p, "trace").decode("utf-8", errors="replace")
+    text = _open_bytes(p, "trace").decode("utf-8", errors="replace").removeprefix("\ufeff")  # (a BOM is no content)
     source = repr(str(p))
     header = _swf_header(text)
     data = _swf_rows(text, source)
@@ -235,6 +235,9 @@ def read_trace_csv(path) -> Trace:
     jobs["barrier"] = _flags(table["barrier"], source) if "barrier" in table else True
     jobs["estimate"] = _column(table, "estimate", source, low=0.0, strict=True) if "estimate" in table \
         else np.nan
+    if "task_times" in table and "runtime" in table:
+        raise ParameterError(f"trace {source} must have a runtime column or a task_times column, not both: a "
+                             "job's time is one or the other")
     if "task_times" not in table:
         jobs["runtime"] = _column(table, "runtime", source, low=0.0, strict=True)
         if not jobs.barrier.all():
@@ -274,7 +277,11 @@ def _flags(column: pd.Series, source: str) -> np.ndarray:
 
 def _task_times(table: pd.DataFrame, tasks: np.ndarray, source: str) -> tuple[np.ndarray, np.ndarray]:
     out, offsets, total = [], [], 0
-    for row, (text, k) in enumerate(zip(table["task_times"].astype(str), tasks, strict=True)):
+    for row, (cell, k) in enumerate(zip(table["task_times"].tolist(), tasks, strict=True)):
+        if cell is None or (isinstance(cell, float) and math.isnan(cell)) or not str(cell).strip():
+            raise ParameterError(f"trace {source} row {row + 2}: task_times is empty (give the job's {k} task "
+                                 "times separated by ';')")
+        text = repr(cell) if isinstance(cell, float) else str(cell)   # (a lone number: pandas read it as one)
         try:
             values = [float(x) for x in text.split(";")]
         except ValueError:
@@ -317,10 +324,28 @@ def trace_from_event_log(path) -> Trace:
                           "barrier": kept.barrier.to_numpy(), "estimate": np.nan})
     if table.empty:
         raise ParameterError(f"trace {str(path)!r}: no job of the event log can be replayed ({skipped})")
-    return Trace(table, str(path), "spark-event-log", task_times=np.concatenate(times),
+    servers, note = _event_log_slots(tables.app)
+    return Trace(table, str(path), "spark-event-log", servers, task_times=np.concatenate(times),
                  task_offsets=np.array(offsets, dtype=np.int64), skipped=skipped,
                  notes=["task times: launch to finish of each successful task (Spark's per-task costs included)",
-                        "submit times relative to the first job's submission"])
+                        "submit times relative to the first job's submission", note])
+
+
+def _event_log_slots(app: dict) -> tuple[int | None, str]:
+    """The task slots the log records (the executors' cores over spark.task.cpus), and a note saying so; None
+    when executors were removed during the run or none is recorded (then --servers must be given)."""
+    cores = app.get("executor_cores") or {}
+    try:
+        cpus = int(app.get("task_cpus", 1))
+    except (TypeError, ValueError):
+        cpus = 0
+    if not cores or app.get("executors_removed") or cpus < 1:
+        why = ("executors were removed during the run" if app.get("executors_removed") else
+               "no executor is recorded" if not cores else f"spark.task.cpus is {app.get('task_cpus')!r}")
+        return None, f"workers: not taken from the log ({why}); give --servers"
+    slots = sum(c // cpus for c in cores.values())
+    return slots or None, (f"workers: {slots} task slots from the log ({len(cores)} executors, "
+                           f"{sum(cores.values())} cores, spark.task.cpus = {cpus})")
 
 
 #: the environment variable naming the folder of the real workload logs (make sets it from its TRACES variable)
@@ -343,8 +368,44 @@ def trace_folder(folder=None) -> Path:
     return path
 
 
+#: a job's times must survive the addition to its submit time: (submit + t) - submit equal to t within this
+#: relative error for every job's shortest time (at submit 1e300 a runtime of 7 vanished without a word)
+TIME_PRECISION = 1e-6
+
+
+def _check_precision(trace: Trace) -> Trace:
+    """Refuse a trace whose times are lost in floating point beside its submit times (one line naming the row's
+    job)."""
+    jobs = trace.jobs
+    if not len(jobs):
+        return trace
+    submit = jobs.submit.to_numpy(dtype=float)
+    if trace.rigid:
+        short = jobs.runtime.to_numpy(dtype=float)
+    else:
+        short = np.minimum.reduceat(trace.task_times, trace.task_offsets) if trace.task_times.size else submit * 0
+    with np.errstate(all="ignore"):
+        kept = (submit + short) - submit
+        bad = ~np.isfinite(submit + short) | (np.abs(kept - short) > TIME_PRECISION * short)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ParameterError(f"trace {trace.source!r}: job {jobs.job_id.iat[i]} (submit {submit[i]:.6g}, time "
+                             f"{short[i]:.6g}): its times are lost in floating point beside its submit time; shift "
+                             "the submit times to start near 0")
+    return trace
+
+
 def read_trace(path, width: str = "requested", servers: int | None = None) -> Trace:
-    """Read an SWF log, a CSV trace or a Spark event log, recognised by content."""
+    """Read an SWF log, a CSV trace or a Spark event log, recognised by content; times lost in floating point
+    beside their submit times are refused (:data:`TIME_PRECISION`)."""
+    trace = _read_trace(path, width, servers)
+    if not len(trace.jobs):
+        skipped = ", ".join(f"{n:,} {reason}" for reason, n in trace.skipped.items()) or "none"
+        raise ParameterError(f"trace {str(path)!r} has no job that can be replayed (skipped: {skipped})")
+    return _check_precision(trace)
+
+
+def _read_trace(path, width: str, servers: int | None) -> Trace:
     p = Path(path)
     if p.is_dir():
         return trace_from_event_log(p)
