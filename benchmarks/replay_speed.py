@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from barrier_queues._validation import ParameterError
 from barrier_queues.replay import replay
 from barrier_queues.replay_reference import replay_rigid
 from barrier_queues.traces import read_trace, trace_folder
@@ -98,7 +99,12 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=1_000_000)
     args = parser.parse_args()
-    logs_table(trace_folder(args.traces), args.logs, args.repeat)
+    try:
+        folder = trace_folder(args.traces)
+    except ParameterError as exc:
+        print(f"replay_speed.py: {exc}; give --traces FOLDER", file=sys.stderr)
+        return 2
+    logs_table(folder, args.logs, args.repeat)
     synthetic_table(args.jobs, args.repeat)
     return 0
 

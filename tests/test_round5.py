@@ -246,3 +246,40 @@ def test_a_trace_sweep_table_cut_mid_number_is_computed_again(tmp_path):
     table.write_text(text[:-len("0,3\n")])              # the last row's makespan cut to 10, its last field gone
     assert _run(*args, "--out", str(tmp_path / "cut")).returncode == 0
     assert table.read_bytes() == (tmp_path / "fresh" / "results.csv").read_bytes()
+
+
+def test_a_bare_log_name_is_found_in_the_logs_folder_setting_and_said(tmp_path):
+    """Readers round 3 (issue 59): the printed 'replay KTH-SP2.swf.gz' runs from the repository once the logs'
+    folder setting names the folder; it says where it read the log, and without the setting says what to set."""
+    import os
+
+    from tests.test_replay import SWF
+
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "tiny.swf").write_text(SWF)
+    env = {**os.environ, "BARRIER_QUEUES_TRACES": str(tmp_path / "logs")}
+    out = subprocess.run([*CLI, "replay", "tiny.swf", "--json"], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=60)
+    assert out.returncode == 0 and json.loads(out.stdout)["jobs"] == 3
+    assert "read from the BARRIER_QUEUES_TRACES folder" in out.stderr
+    env.pop("BARRIER_QUEUES_TRACES")
+    out = subprocess.run([*CLI, "replay", "tiny.swf"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=60)
+    _one_line_refusal(out, "export BARRIER_QUEUES_TRACES=")
+    out = subprocess.run([sys.executable, "benchmarks/replay_speed.py"], capture_output=True, text=True, env=env,
+                         timeout=60)
+    _one_line_refusal(out, "give --traces FOLDER")
+
+
+@pytest.mark.parametrize("option, command", [(["--tasks-pmf", "1:0.5,4:0.5"], "--saturated"),
+                                             (["--workload", "tests/data/workloads/mixed.json"], "--saturated"),
+                                             (["--scheduling", "first-fit"], "sweep ... --scheduling RULE"),
+                                             (["--moldable", "fixed"], "simulate --moldable POLICY")])
+def test_stability_names_the_command_that_answers_a_workload_it_does_not_take(option, command):
+    """argparse's bare "unrecognized arguments" before (issue 59); each named command is run in the docs' tests."""
+    _one_line_refusal(_run("stability", "-s", "8", "-k", "2", *option), command)
+
+
+def test_a_saturated_run_under_another_rule_names_the_way_to_its_limit():
+    _one_line_refusal(_run("simulate", "-s", "8", "-k", "2", "--saturated", "--scheduling", "first-fit"),
+                      "'sweep ... --scheduling first-fit --utilization")

@@ -664,6 +664,7 @@ def _sweep(args) -> dict:
     from .sweep import grid_from_options, sweep
 
     if args.trace is not None:
+        args.trace = _located_trace(args.trace)
         return _trace_sweep(args)
     if args.moldable is not None:
         return _moldable_sweep(args)
@@ -979,7 +980,31 @@ def _add_stability(sub) -> None:
     st.add_argument("--max-states", type=_int("max-states", 1, 10**9), default=12_000_000,
                     help="refuse CTMCs with more feasible states (default 12,000,000)")
     st.add_argument("--json", action="store_true", help="print one JSON object")
+    # workloads simulate takes that have no analytic limit here: each option names the command that answers
+    for flag, answer in STABILITY_ELSEWHERE.items():
+        st.add_argument(flag, action=_Elsewhere, answer=answer, nargs="?", help=argparse.SUPPRESS)
     st.set_defaults(run=_stability, show=_print_stability)
+
+
+#: options of simulate that stability does not take, and the command that gives such a system's limit
+STABILITY_ELSEWHERE = {
+    "--tasks-pmf": "a mix of k has its limit from 'simulate ... --tasks-pmf ... --saturated' (fcfs)",
+    "--workload": "a workload file's classes have their limit from 'simulate --workload FILE --saturated' (fcfs)",
+    "--scheduling": ("under first-fit, backfill or server-filling the limit comes from queueing runs: 'sweep ... "
+                     "--scheduling RULE --utilization 0.5,0.6,0.7,...' and each row's stable column"),
+    "--moldable": "moldable jobs have their limit from 'simulate --moldable POLICY ... --saturated'",
+}
+
+
+class _Elsewhere(argparse.Action):
+    """An option this command does not take, refused with the command that answers it (one line, exit 2)."""
+
+    def __init__(self, *args, answer: str = "", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.answer = answer
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"stability takes one k and the central FIFO queue, not {option_string}: {self.answer}")
 
 def _moldable_options(p, lists: bool = False) -> None:
     """--moldable and its policies' options, on simulate (one value each) and sweep (comma-separated lists)."""
@@ -1138,10 +1163,22 @@ def _add_spark_analyze(sub) -> None:
     sa.add_argument("--json", action="store_true")
     sa.set_defaults(run=_spark_analyze, show=_print_spark)
 
+def _located_trace(path) -> str:
+    """The trace's path: as given, or a bare log name found in the logs' folder setting (said on stderr)."""
+    from .traces import locate_trace
+
+    found, notice = locate_trace(path)
+    if notice:
+        print(f"barrier-queues: {notice}", file=sys.stderr, flush=True)
+    return str(found)
+
+
 def _replay(args) -> dict:
     from .outputs import check_new_file
     from .replay import replay
     from .traces import read_trace
+
+    args.trace = _located_trace(args.trace)
 
     if args.force and not args.jobs_out:
         raise ParameterError("--force must come with --jobs-out (got --force alone): nothing else is written")

@@ -368,6 +368,26 @@ def trace_folder(folder=None) -> Path:
     return path
 
 
+def locate_trace(path) -> tuple[Path, str | None]:
+    """Where the log ``path`` is: the path itself when it exists; a bare file name that does not exist here is
+    looked up in the logs' folder (the ``BARRIER_QUEUES_TRACES`` setting), with a notice saying so, so that
+    ``replay KTH-SP2.swf.gz`` runs from any folder once the setting names the logs' folder."""
+    import os
+
+    p = Path(path)
+    if p.exists() or len(p.parts) != 1:
+        return p, None
+    folder = os.environ.get(TRACES_ENV)
+    if not folder:
+        raise ParameterError(f"trace {str(p)!r} does not exist here, and a bare log name is looked up in the "
+                             f"{TRACES_ENV} folder, which is not set (export {TRACES_ENV}=/path/to/logs, or give "
+                             "the log's path)")
+    found = Path(folder) / p
+    if not found.exists():
+        raise ParameterError(f"trace {str(p)!r} does not exist here nor in the {TRACES_ENV} folder {folder!r}")
+    return found, f"{str(p)!r} read from the {TRACES_ENV} folder: {str(found)!r}"
+
+
 #: a job's times must survive the addition to its submit time: (submit + t) - submit equal to t within this
 #: relative error for every job's shortest time (at submit 1e300 a runtime of 7 vanished without a word)
 TIME_PRECISION = 1e-6
@@ -424,5 +444,5 @@ def _read_trace(path, width: str, servers: int | None) -> Trace:
                              "event log") from None
 
 
-__all__ = ["TRACES_ENV", "WIDTHS", "Trace", "read_swf", "read_trace", "read_trace_csv", "trace_folder",
+__all__ = ["TRACES_ENV", "WIDTHS", "Trace", "locate_trace", "read_swf", "read_trace", "read_trace_csv", "trace_folder",
            "trace_from_event_log"]

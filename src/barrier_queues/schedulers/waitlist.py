@@ -675,7 +675,8 @@ def _guard(system, jobs: int, saturated: bool) -> None:
                              "saturated run measures the start rate of a backlog served in arrival order; under "
                              f"{system.scheduling} jobs start out of order (under first-fit large jobs would "
                              "starve behind an endless backlog), so its limit is found by queueing runs and their "
-                             "drift test")
+                             f"drift test: 'sweep ... --scheduling {system.scheduling} --utilization 0.5,0.6,0.7,...' "
+                             "and each row's stable column")
 
 
 SCHEDULER = register(Scheduler(
