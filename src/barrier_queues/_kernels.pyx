@@ -4,10 +4,10 @@
 :mod:`barrier_queues.simulate`.
 
 Why Cython and not a JIT: the kernels were numba functions at first;
-importing numba and loading its cached machine code took about 0.7 s per
-process (numba's first cached call imports its whole typing registry and
-scipy.linalg), which was most of a 2-million-job ``simulate`` command. An
-extension module compiled at install time loads in a millisecond. The code is
+importing numba and loading its cached machine code was most of a
+2-million-job ``simulate`` command (numba's first cached call imports its
+whole typing registry and scipy.linalg; timings: CHANGELOG). An extension
+module compiled at install time loads at once. The code is
 the numba code, line for line, with C types; floating-point operations are
 plain IEEE-754 double (compiled with ``-ffp-contract=off``, no fast-math), so
 results are bit for bit those of the plain-Python reference.
@@ -29,7 +29,7 @@ worker.
 * ``m = 1``, fixed release, ``l = k``: ``D = max x_i``, ``run = x``.
 * ``m = 1``, fixed ``l < k``: ``D = x_(l)`` (stragglers killed at ``D``).
 * ``m = 1``, timeout ``T``: ``D = min(x_(k), T)``; ``L`` tasks have ``x <= D``.
-* ``m = 1``, knee (EXTENSIONS.md section 1): on the sorted times, after
+* ``m = 1``, knee (book Appendix B.1): on the sorted times, after
   completion 1 ``arr = g_1, dev = g_1/2``; after completion ``i >= 2``
   ``dev <- 3/4 dev + 1/4 |arr - g_i|`` then ``arr <- (1-a) arr + a g_i``
   (``a`` = ``knee_gain``, 1/8); if ``g_{i+1} > tau_i = arr + 4 dev`` a knee
@@ -38,14 +38,14 @@ worker.
   else ``D = t_(k)``.
 * In all four ``run[i] = min(x_i, D)`` and the useful work is the sum of the
   ``L`` smallest times, in increasing order.
-* ``m > 1`` (EXTENSIONS.md section 3): phase 1 of every task ends at
+* ``m > 1`` (book Appendix B.3): phase 1 of every task ends at
   ``e_i = x_i0``; at each ``barrier()`` ``T = max e_i`` and task ``i`` resumes
   at ``T`` (ideal) or ``e_i + P (floor((T - e_i) / P) + 1)`` (Spark's
   polling, period ``P``), then ``e_i += x_ip``. ``D = max e_i``,
   ``run = e``, ``L = k``; the useful work is the sum of all draws in storage
   order.
 
-**Central FIFO queue** (:func:`run_chunk`; MODEL.md section 2): a barrier job
+**Central FIFO queue** (:func:`run_chunk`; book Appendix A.2): a barrier job
 starts at ``t = max(arrival, previous start, tau)`` with ``tau`` the time at
 which k workers are free (the k-th smallest free time); its workers are free
 at ``t + run[i]`` (1 barrier) or ``t + D`` (2 barriers). A non-barrier job's
@@ -57,7 +57,7 @@ for at most ``SORTED_FREE_MAX`` workers and no trace, an ascending array
 (``tau`` is read at index k - 1; a new free time moves the smaller ones down
 a slot): the same free times, hence the same outputs.
 
-**Batch sampling with late binding** (:func:`run_sampling`; EXTENSIONS.md
+**Batch sampling with late binding** (:func:`run_sampling`; book Appendix B
 section 2): every worker has a FIFO queue of reservations; an arriving job
 appends one to each of its probed workers. An idle worker takes the head of
 its queue: a reservation of a started (or, non-barrier, fully handed-out)

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     import subprocess
 
 # multiprocessing, concurrent.futures.process, subprocess, shutil and signal are imported where they are used:
-# together about 30 ms of every command's start here, and a one-replication simulation needs none of them
+# together a measurable part of every command's start (timing: CHANGELOG), and a one-replication simulation
+# needs none of them
 
 BACKENDS = ("local", "spark")
 

@@ -1309,7 +1309,8 @@ _COMMANDS = {"stability": _add_stability, "simulate": _add_simulate, "sweep": _a
 
 def build_parser(argv=None) -> argparse.ArgumentParser:
     """The command-line parser. Given the arguments ``argv``, only the command they name gets its options
-    (the others are listed with their help): building all eight parsers took about 10 ms of every command."""
+    (the others are listed with their help): building every command's parser is paid by every command (timing:
+    CHANGELOG)."""
     parser = _Parser(prog=PROG, description="Stability, CTMC, simulation and bounds for barrier-mode parallel "
                                             "systems (Walker & Fidler 2025).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 #: default refusal threshold for the number of feasible states (memory guard)
 MAX_STATES = 12_000_000
 #: chains of at most this many states are kept and solved dense (numpy, LAPACK's LU): importing scipy.sparse
-#: took 0.3-0.4 s here, far longer than building and solving such a chain (the stability check of a
+#: takes far longer than building and solving such a chain (timing: CHANGELOG; the stability check of a
 #: simulation of an (s,k,l) system with exponential tasks solves one)
 DENSE_MAX_STATES = 2_000
 

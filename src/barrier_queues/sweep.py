@@ -941,7 +941,7 @@ def _moldable_row(point: dict, rate: float, rho: float, jobs: int, replications:
                             point.get("patience_wait"), barriers=point.get("barriers", 1),
                             task_dist=point.get("task_dist"), arrival=point.get("arrival", "poisson"), jobs=jobs,
                             replications=replications, seed=seed,
-                            requirement=point.get("requirement"))
+                            requirement=point.get("requirement"), allow_unstable=True)   # (a row says unstable)
     row = {**point, "arrival_rate": rate, "utilization": rho}
     for key in ("waiting", "sojourn", "execution", "workers"):
         ci = out["ci"][key] or (None, None)

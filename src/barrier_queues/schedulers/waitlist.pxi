@@ -1,6 +1,6 @@
 # The waiting-list scheduler (scheduler room barrier_queues.schedulers.waitlist): included by _kernels.pyx.
 # Disciplines fcfs, first-fit, backfill and server-filling over one waiting list in arrival order
-# (EXTENSIONS.md section 4); the plain reference is barrier_queues.schedulers.waitlist_reference.
+# (book Appendix B.4); the plain reference is barrier_queues.schedulers.waitlist_reference.
 
 # a discipline: its code (the enum), its name for Python (upper case, "-" as "_": the room reads the code by
 # name), its entry in DISCIPLINE_CODES and in WaitlistState's check, one function and its branch in
@@ -25,7 +25,7 @@ WAITING, STARTED, RETRY = C_WAITING, C_STARTED, C_RETRY
 
 
 cdef struct Failures:
-    # failures of running tasks (barrier_queues.failures; EXTENSIONS.md section 5): each unit's attempts are
+    # failures of running tasks (barrier_queues.failures; book Appendix B.5): each unit's attempts are
     # drawn with its job, ``times`` holds every attempt's holds; the kernel schedules the attempts and kills
     # what an abort leaves running. A unit is a barrier job, or one task of a non-barrier job (retried alone).
     bint on                                   # failures on (off: the kernel reads no other field)
@@ -546,7 +546,7 @@ cdef void _wl_first_fit(Wait* q, double now, const Service* sv) noexcept nogil:
 
 
 cdef void _wl_backfill(Wait* q, double now, const Service* sv) noexcept nogil:
-    """EASY backfilling (EXTENSIONS.md section 4) as repeated choices of the earliest waiting job that may start
+    """EASY backfilling (book Appendix B.4) as repeated choices of the earliest waiting job that may start
     now: it fits in F and either finishes by t_H or takes at most x of the spare workers. F and x only shrink
     during a decision, so a job passed over never becomes eligible later in it, and the earliest eligible job is
     the one the walk in arrival order would start next. Per class it is the class's first job when its k <= x,
