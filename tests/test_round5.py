@@ -283,3 +283,73 @@ def test_stability_names_the_command_that_answers_a_workload_it_does_not_take(op
 def test_a_saturated_run_under_another_rule_names_the_way_to_its_limit():
     _one_line_refusal(_run("simulate", "-s", "8", "-k", "2", "--saturated", "--scheduling", "first-fit"),
                       "'sweep ... --scheduling first-fit --utilization")
+
+
+def _spark_lines():
+    from tests.test_eventlog import _raw_lines
+
+    return [json.loads(line) for line in _raw_lines()]
+
+
+def _analyze(tmp_path, name, events):
+    path = tmp_path / name
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    out = _run("spark-analyze", str(path), "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["warnings"]
+
+
+def test_spark_analyze_warns_of_what_it_cannot_measure(tmp_path):
+    """A log whose every job failed, one without the barrier flag (no Stage Infos), and a job that launched no
+    task: each reported as such (silent before: "jobs": 0, and no word of the missing flag or tasks)."""
+    events = _spark_lines()
+    assert not any("no job" in w or "launched no task" in w for w in _analyze(tmp_path, "plain", events))
+    failed = [dict(e, **({"Job Result": {"Result": "JobFailed"}} if e["Event"] == "SparkListenerJobEnd" else {}))
+              for e in events]
+    assert any("no job of the log completed" in w for w in _analyze(tmp_path, "failed", failed))
+    flagless = [dict(e, **({"Stage Infos": []} if e["Event"] == "SparkListenerJobStart" else {})) for e in events]
+    assert any("no job of the log is a barrier job" in w for w in _analyze(tmp_path, "flagless", flagless))
+    first_job = next(e["Job ID"] for e in events if e["Event"] == "SparkListenerJobStart")
+    stages = {s for e in events if e["Event"] == "SparkListenerJobStart" and e["Job ID"] == first_job
+              for s in e["Stage IDs"]}
+    taskless = [e for e in events if not (e["Event"].startswith("SparkListenerTask") and e.get("Stage ID") in stages)]
+    assert any("launched no task" in w for w in _analyze(tmp_path, "taskless", taskless))
+
+
+@pytest.mark.parametrize("k", [8, 20])
+def test_a_fixed_requirement_above_the_servers_is_refused_whatever_k(k):
+    """n = 17 on 16 workers was cut to k = 8 silently but refused with k = 20; one rule now, simulator and chain."""
+    from barrier_queues.moldable_ctmc import moldable_ctmc
+
+    _one_line_refusal(_run("simulate", "--moldable", "fixed", "--requirement", "17", "-s", "16", "-k", str(k),
+                           "--utilization", "0.3", "--jobs", "1000"), "requirement must be at most servers = 16")
+    with pytest.raises(bq.ParameterError, match="requirement must be at most servers = 2"):
+        moldable_ctmc(2, k, 0.01, "fixed", requirement=3)
+
+
+def test_messages_name_values_as_a_user_wrote_them(tmp_path):
+    """'(got np.int64(-5))' and argparse's 'expected one argument' for a negative pmf key: now -5, named."""
+    log = tmp_path / "neg.csv"
+    log.write_text("job_id,submit,tasks,runtime\n1,0,-5,10\n")
+    _one_line_refusal(_run("replay", str(log), "--servers", "4"), "tasks must be a finite number >= 1 (got -5)")
+    _one_line_refusal(_run("simulate", "-s", "8", "--tasks-pmf", "-5:1", "--utilization", "0.3"), "(got -5)")
+
+
+def test_running_out_of_memory_in_replay_gives_replays_advice(tmp_path, monkeypatch, capsys):
+    """A gzip holding one 190 MB line was told to 'use fewer jobs, replications or states', options replay does
+    not take."""
+    from barrier_queues import cli, traces
+    from tests.test_replay import SWF
+
+    log = tmp_path / "t.swf"
+    log.write_text(SWF)
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(traces, "read_trace", no_memory)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["replay", str(log)])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "replay a smaller log" in err and "replications" not in err

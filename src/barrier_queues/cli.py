@@ -77,7 +77,7 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         # a value such as "-1,2" (a list of negative numbers) is a value, not an option: it reaches the
         # option's check, which names the parameter and its range
-        self._negative_number_matcher = re.compile(r"^-\d[\d.,eE+-]*$|^-\.\d[\d.,eE+-]*$")
+        self._negative_number_matcher = re.compile(r"^-\d[\d.,:eE+-]*$|^-\.\d[\d.,:eE+-]*$")
 
     def error(self, message):
         self.exit(2, f"{PROG}: error: {message}\n")
@@ -835,6 +835,16 @@ def _spark_analyze(args) -> dict:
         kinds = ", ".join(sorted(set(failed.result)))
         warnings.append(f"{len(failed)} of {len(failed) + len(jobs)} jobs failed ({kinds}): reported under "
                         "'failed', left out of every mean, quantile and overhead test")
+    if not len(jobs):
+        warnings.append(f"no job of the log completed (all {len(failed)} failed): no waiting, sojourn or overhead "
+                        "can be measured")
+    without = jobs[~jobs.job_id.isin(tables.tasks.job_id)] if len(tables.tasks) else jobs
+    if len(without):
+        warnings.append(f"{len(without)} job(s) launched no task in the log (job {int(without.job_id.iat[0])} the "
+                        "first): their waiting and execution are not measured from tasks")
+    if "barrier" in jobs and len(jobs) and not jobs.barrier.any():
+        warnings.append("no job of the log is a barrier job (no stage with the barrier flag, or no Stage Infos): "
+                        "the blocking overhead is measured on barrier jobs only")
     resubmitted = jobs.job_id.map(attempts).fillna(1).gt(1)
     samples = blocking_overhead(tables)
     samples = samples[samples.job_id.isin(jobs.job_id)]
@@ -1323,6 +1333,13 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
     return parser
 
 
+#: what to do when a command runs out of memory, by command (default: the simulating commands' advice)
+MEMORY_HINTS = {"replay": "the log (after decompression) or its per-task times do not fit: replay a smaller log",
+                "spark-analyze": "the event log does not fit: analyze a smaller log",
+                "stability": "use a smaller system or fewer states (--max-states)",
+                "bound": "use a smaller system"}
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
@@ -1334,8 +1351,8 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         parser.exit(130, f"{PROG}: interrupted\n")
     except MemoryError:
-        parser.exit(2, f"{PROG}: error: the computation needs more memory than this machine has; "
-                       "use fewer jobs, replications or states\n")
+        hint = MEMORY_HINTS.get(args.command, "use fewer jobs, replications or states")
+        parser.exit(2, f"{PROG}: error: the computation needs more memory than this machine has; {hint}\n")
     except OSError as exc:
         parser.exit(2, f"{PROG}: error: {exc.strerror or exc} ({exc.filename or 'output'})\n")
     if args.json:

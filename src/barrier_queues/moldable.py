@@ -213,6 +213,14 @@ def _replication_means(out: dict, arrivals: np.ndarray) -> dict:
             "workers": float(m.mean()), "warmup": int(cut), "series": waiting}
 
 
+def check_requirement(policy: str, requirement, servers: int) -> None:
+    """``fixed``'s n is at most s, whatever k (each job takes min(k, n) workers; n > s names no real choice and
+    was cut to k when k <= s but refused when k > s): the one rule of the simulator and the exact chain."""
+    if policy == "fixed" and requirement > servers:
+        raise ParameterError(f"requirement must be at most servers = {servers} (got {requirement}): n is the workers "
+                             "each job takes, min(k, n), and a cluster has no more than s")
+
+
 def _checked_system(servers, tasks, policy, take_fraction, patience_wait, requirement, barriers, task_dist, jobs,
                     min_jobs: int) -> tuple:
     """The arguments simulate_moldable and saturated_moldable share, checked once: ``(take_fraction,
@@ -220,9 +228,7 @@ def _checked_system(servers, tasks, policy, take_fraction, patience_wait, requir
     take_fraction, patience_wait, requirement = check_moldable(policy, take_fraction, patience_wait, requirement)
     s = check_int("servers", servers, low=1, high=100_000)
     k = check_int("tasks", tasks, low=1, high=100_000)
-    if policy == "fixed" and min(requirement, k) > s:
-        raise ParameterError(f"requirement must be at most servers = {s} (got {requirement} with k = {k}): a job "
-                             "needing more workers than there are never starts")
+    check_requirement(policy, requirement, s)
     check_choice("barriers", barriers, (1, 2))
     law = _law(task_dist)
     jobs = check_int("jobs", jobs, low=min_jobs, high=10**8, high_name="100,000,000")
@@ -324,5 +330,5 @@ def saturated_moldable(servers: int, tasks: int, policy: str, take_fraction: flo
             "ci": {"level": level}, "method": "saturated simulation (every job waiting at time 0; starts after the "
                                                "first 10 % over the time they span; t interval over replications)"}
 
-__all__ = ["MAX_DRAWS", "PATIENCE_WAITS", "POLICIES", "check_moldable", "moldable_compiled", "moldable_run",
-           "saturated_moldable", "simulate_moldable", "utilization_per_rate"]
+__all__ = ["MAX_DRAWS", "PATIENCE_WAITS", "POLICIES", "check_moldable", "check_requirement", "moldable_compiled",
+           "moldable_run", "saturated_moldable", "simulate_moldable", "utilization_per_rate"]

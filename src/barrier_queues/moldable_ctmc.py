@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import ParameterError, check_choice, check_int, check_positive
-from .moldable import check_moldable
+from .moldable import check_moldable, check_requirement
 
 #: policies whose decisions read only the state above (``patience`` with ``min`` or ``mean``)
 CTMC_POLICIES = ("take-fraction", "take-random", "take-random-all", "fixed", "patience")
@@ -254,8 +254,7 @@ def _checked_chain(servers, tasks, arrival_rate, policy, take_fraction, patience
     lam = check_positive("arrival_rate", arrival_rate)
     mu = check_positive("task_rate", task_rate)
     check_choice("barriers", barriers, (1, 2))
-    if policy == "fixed" and min(requirement, k) > s:
-        raise ParameterError(f"requirement must be at most servers = {s} (got {requirement} with k = {k})")
+    check_requirement(policy, requirement, s)
     return _Chain(s, k, lam, mu, policy, take_fraction, patience_wait, barriers == 2, requirement)
 
 

@@ -260,8 +260,10 @@ def _column(table: pd.DataFrame, name: str, source: str, low: float, strict: boo
     bad = ~np.isfinite(values) | (values <= low if strict else values < low)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
+        value = table[name].iat[row]
+        value = value.item() if isinstance(value, np.generic) else value      # (-5, not np.int64(-5))
         raise ParameterError(f"trace {source} row {row + 2}: {name} must be a finite number "
-                             f"{'>' if strict else '>='} {low:g} (got {table[name].iat[row]!r})")
+                             f"{'>' if strict else '>='} {low:g} (got {value!r})")
     return values
 
 
