@@ -353,3 +353,11 @@ def test_running_out_of_memory_in_replay_gives_replays_advice(tmp_path, monkeypa
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "replay a smaller log" in err and "replications" not in err
+
+
+def test_a_chain_too_large_at_any_load_says_so_not_that_the_load_is_unstable():
+    from barrier_queues.moldable_ctmc import moldable_ctmc
+
+    with pytest.raises(bq.ParameterError, match="too large at any load") as err:
+        moldable_ctmc(8, 8, 0.1, "take-fraction", take_fraction=0.5, max_states=2000)
+    assert "stable" not in str(err.value) and "lower load" not in str(err.value)

@@ -442,8 +442,12 @@ def _law_words(law) -> str:
     """A task law's description (``{'law': 'exponential', 'rate': 1.0}``) in words: ``exponential (rate 1)``."""
     if not isinstance(law, dict):
         return str(law)
-    params = ", ".join(f"{k} {v:g}" if isinstance(v, float | int) and not isinstance(v, bool) else f"{k} {v}"
-                       for k, v in law.items() if k != "law")
+    def words(v):
+        if isinstance(v, list | tuple):
+            return "/".join(words(x) for x in v)
+        return f"{v:.6g}" if isinstance(v, float | int) and not isinstance(v, bool) else str(v)
+
+    params = ", ".join(f"{k} {words(v)}" for k, v in law.items() if k != "law")
     return f"{law.get('law', 'law')}" + (f" ({params})" if params else "")
 
 

@@ -280,6 +280,10 @@ def moldable_ctmc(servers: int, tasks: int, arrival_rate: float, policy: str, ta
         try:
             out = _solve(chain, q_max, max_states)
         except ParameterError as error:
+            if previous is None:                # the first truncation alone is too large: a size, not a load, limit
+                raise ParameterError(f"the exact chain of this system has more than max_states = {max_states:,} "
+                                     f"states already at the first queue limit {q_max}: it is too large at any "
+                                     "load (fewer servers or tasks, or simulate it)") from None
             raise ParameterError(f"{error} (the means still changed by {change:.1e} between the last two queue "
                                  "limits: is the system stable at this load?)") from None
         if previous is not None:

@@ -456,7 +456,10 @@ def stability_error(system: BarrierSystem) -> str | None:
             "allow_unstable=True (--allow-unstable) to simulate anyway")
 
 
-#: Table I of the paper in LaTeX (exponential tasks; ``c = floor(s/k)``).
+#: Table I of the paper in LaTeX (exponential tasks; ``c = floor(s/k)``), keyed by (barriers, variant); the
+#: book's Appendix A shows them as mathematics.
+#:
+#: :meta hide-value:
 TABLE_ONE_FORMULAS = {
     ("1-barrier", "conventional"): {
         "lambda_max": r"\frac{\mu}{H_s - H_{s-k}}",
