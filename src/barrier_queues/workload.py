@@ -143,19 +143,28 @@ def _table(value, where: str) -> dict:
     return value
 
 
+def _mjqm_service(value, where: str, source: str, default_law: str) -> dict:
+    """An MJQM service table, checked: a law read here (exponential or deterministic; ``default_law`` when it
+    names none) and only the keys read (:data:`SERVICE_KEYS`)."""
+    service = _table(value, f"--workload {source}: {where}")
+    name = service.get("distribution", default_law)
+    if name not in ("exponential", "deterministic"):
+        raise ParameterError(f"--workload {source}: {where}.distribution must be exponential or deterministic "
+                             f"here (got {name!r})")
+    extra = sorted(set(service) - SERVICE_KEYS)
+    if extra:
+        raise ParameterError(f"--workload {source}: MJQM {where} key(s) {extra} are not read here (read: "
+                             f"{', '.join(sorted(SERVICE_KEYS))})")
+    return service
+
+
 def _mjqm_law(table: dict, where: str, source: str, top_service: dict):
     """One MJQM class's service law (its ``service`` table over the file's top-level one) as a task law."""
     from .distributions import parse_task_distribution
 
-    service = _table(table.get("service", {}), f"--workload {source}: {where} service")
+    service = _mjqm_service(table.get("service", {}), f"{where} service", source,
+                            top_service.get("distribution", "exponential"))
     name = service.get("distribution", top_service.get("distribution", "exponential"))
-    if name not in ("exponential", "deterministic"):
-        raise ParameterError(f"--workload {source}: {where} service.distribution must be exponential or "
-                             f"deterministic here (got {name!r})")
-    extra = sorted(set(service) - SERVICE_KEYS)
-    if extra:
-        raise ParameterError(f"--workload {source}: {where} service key(s) {extra} are not read here "
-                             f"(read: {', '.join(sorted(SERVICE_KEYS))})")
     # MJQM's loader: an exponential law takes mean, or rate (alias lambda); a deterministic one value or mean
     given = {k: v for k, v in {**top_service, **service}.items() if k != "distribution"}
     if len(given) != 1:
@@ -185,17 +194,12 @@ def _mjqm(doc: dict, source: str) -> dict:
                              f"{', '.join(sorted(MJQM_KEYS))}; MJQM's run settings "
                              f"{', '.join(sorted(MJQM_RUN_KEYS))} are noted)")
     notices = _mjqm_run_notices(doc, source)
-    top_service = _table(doc.get("service", {}), f"--workload {source}: service")
+    top_service = _mjqm_service(doc.get("service", {}), "service", source, "exponential")
     top_arrival = _table(doc.get("arrival", {}), f"--workload {source}: arrival")
-    for table, name, allowed in ((top_service, "service", SERVICE_KEYS),
-                                 (top_arrival, "arrival", {"distribution", "rate"})):
-        if name == "service" and table.get("distribution", "exponential") not in ("exponential", "deterministic"):
-            raise ParameterError(f"--workload {source}: service.distribution must be exponential or deterministic "
-                                 f"here (got {table['distribution']!r})")
-        extra = sorted(set(table) - allowed)
-        if extra:
-            raise ParameterError(f"--workload {source}: MJQM {name} key(s) {extra} are not read here (read: "
-                                 f"{', '.join(sorted(allowed))})")
+    extra = sorted(set(top_arrival) - {"distribution", "rate"})
+    if extra:
+        raise ParameterError(f"--workload {source}: MJQM arrival key(s) {extra} are not read here (read: "
+                             "distribution, rate)")
 
     entries = doc["class"]
     if not entries:
