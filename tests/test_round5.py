@@ -361,3 +361,24 @@ def test_a_chain_too_large_at_any_load_says_so_not_that_the_load_is_unstable():
     with pytest.raises(bq.ParameterError, match="too large at any load") as err:
         moldable_ctmc(8, 8, 0.1, "take-fraction", take_fraction=0.5, max_states=2000)
     assert "stable" not in str(err.value) and "lower load" not in str(err.value)
+
+
+def test_widths_beyond_any_machine_never_overflow_to_negative(tmp_path):
+    """1e20 processors overflowed the int64 cast to a negative width and replayed with a negative utilization."""
+    csv = tmp_path / "w.csv"
+    csv.write_text("job_id,submit,tasks,runtime\n1,0,1e20,10\n2,1,2,3\n")
+    _one_line_refusal(_run("replay", str(csv), "--servers", "4"), "tasks must be at most 1,000,000,000,000")
+    swf = tmp_path / "w.swf"
+    swf.write_text("1 0 0 10 100000000000000000000 -1 -1 100000000000000000000 20 -1 1 1 1 -1 -1 -1 -1 -1\n"
+                   "2 5 0 10 2 -1 -1 2 20 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    doc = json.loads(_run("replay", str(swf), "--servers", "4", "--json").stdout)
+    assert doc["utilization"] > 0 and doc["trace"]["skipped"] == {"wider than any machine (k > 1,000,000,000,000)": 1}
+
+
+def test_a_trace_sweep_seed_without_failures_is_refused(tmp_path):
+    from tests.test_replay import SWF
+
+    log = tmp_path / "t.swf"
+    log.write_text(SWF)
+    _one_line_refusal(_run("sweep", "--trace", str(log), "--seed", "4", "--out", str(tmp_path / "f")),
+                      "--seed must come with --failure-rate")

@@ -765,6 +765,9 @@ def _trace_sweep(args) -> dict:
         if value is not None and len(value) > 1:
             raise ParameterError(f"--{name.replace('_', '-')} must be one value with --trace (got {value})")
         failures[name] = None if value is None else value[0]
+    if failures["failure_rate"] is None and args.seed is not None:
+        raise ParameterError(f"--seed must come with --failure-rate in a trace sweep (got --seed {args.seed} alone): "
+                             "a replay without failures has no randomness")
     grid = {"servers": args.servers, "scheduling": args.scheduling, "estimates": args.estimates,
             "load_scale": args.load_scale}
     table = trace_sweep(args.trace, {k: v for k, v in grid.items() if v is not None}, args.out, fmt=args.format,

@@ -171,7 +171,8 @@ def read_swf(path, width: str = "requested", servers: int | None = None) -> Trac
         raise ParameterError(f"trace {source}: processors must be whole numbers (job "
                              f"{data[np.flatnonzero(k != np.floor(k))[0], 0]:g} has {k[k != np.floor(k)][0]:g})")
     runtime, submit, requested = data[:, 3], data[:, 1], data[:, 8]
-    reasons = {"runtime <= 0": runtime <= 0, "processors <= 0": k <= 0, "submit < 0": submit < 0}
+    reasons = {"runtime <= 0": runtime <= 0, "processors <= 0": k <= 0, "submit < 0": submit < 0,
+               f"wider than any machine (k > {MAX_WIDTH:,})": k > MAX_WIDTH}     # (an int64 cast overflowed)
     if servers is not None:
         reasons[f"wider than the machine (k > {servers})"] = k > servers
     keep, skipped = _skips(reasons, len(k))
@@ -206,6 +207,11 @@ def _in_order(jobs: pd.DataFrame) -> pd.DataFrame:
     return jobs.iloc[np.argsort(jobs.submit.to_numpy(), kind="stable")].reset_index(drop=True)
 
 
+#: the widest job a trace may hold: far beyond any machine (replay's --servers stops at 10,000,000), and exact
+#: as an int64
+MAX_WIDTH = 10**12
+
+
 def read_trace_csv(path) -> Trace:
     """A CSV trace (see the module docstring); bad values are one error naming the row."""
     p = Path(path)
@@ -227,6 +233,10 @@ def read_trace_csv(path) -> Trace:
         raise ParameterError(f"trace {source} has no jobs")
     submit = _column(table, "submit", source, low=0.0)
     tasks = _column(table, "tasks", source, low=1.0)
+    if (tasks > MAX_WIDTH).any():                        # (1e20 overflowed the int64 cast to a negative width)
+        row = int(np.flatnonzero(tasks > MAX_WIDTH)[0])
+        raise ParameterError(f"trace {source} row {row + 2}: tasks must be at most {MAX_WIDTH:,} (got "
+                             f"{tasks[row]:.6g})")
     if (tasks != np.floor(tasks)).any():
         raise ParameterError(f"trace {source} row {int(np.flatnonzero(tasks != np.floor(tasks))[0]) + 2}: tasks "
                              "must be a whole number")
