@@ -765,9 +765,7 @@ def _trace_sweep(args) -> dict:
         if value is not None and len(value) > 1:
             raise ParameterError(f"--{name.replace('_', '-')} must be one value with --trace (got {value})")
         failures[name] = None if value is None else value[0]
-    if failures["failure_rate"] is None and args.seed is not None:
-        raise ParameterError(f"--seed must come with --failure-rate in a trace sweep (got --seed {args.seed} alone): "
-                             "a replay without failures has no randomness")
+    _seed_needs_failures(failures["failure_rate"], args.seed)
     grid = {"servers": args.servers, "scheduling": args.scheduling, "estimates": args.estimates,
             "load_scale": args.load_scale}
     table = trace_sweep(args.trace, {k: v for k, v in grid.items() if v is not None}, args.out, fmt=args.format,
@@ -1236,10 +1234,15 @@ def _replay(args) -> dict:
     return out
 
 
+def _seed_needs_failures(failure_rate, seed) -> None:
+    """A replay's only randomness is its failure clocks: a seed without a failure rate is refused, not ignored."""
+    if failure_rate is None and seed is not None:
+        raise ParameterError(f"--seed must come with --failure-rate (got --seed {seed} alone): a replay without "
+                             "failures has no randomness")
+
+
 def _replay_failures(args) -> dict:
-    if args.failure_rate is None and args.seed is not None:
-        raise ParameterError(f"--seed must come with --failure-rate (got --seed {args.seed} alone): a replay "
-                             "without failures has no randomness")
+    _seed_needs_failures(args.failure_rate, args.seed)
     return {"failure_rate": args.failure_rate, "max_attempts": args.max_attempts,
             "resubmit_delay": args.resubmit_delay, "seed": 0 if args.seed is None else args.seed}
 

@@ -504,9 +504,7 @@ class SimulationResult:
         out["warnings"] += self._run_length_warnings(out)
         if out["stability"].get("too_short") and out["stable"] is True:
             out["stable"] = None
-            out["stability"]["undecided"] = (
-                "the run is too short to judge: " + out["warnings"][0].split(": fewer than")[0]
-                + f", fewer than {MIN_SPAN_EXECUTIONS} (run more jobs)")
+            out["stability"]["undecided"] = f"the run is too short to judge: {out['stability']['too_short']}"
 
     def _run_length_warnings(self, out: dict) -> list[str]:
         """Runs too short for their slowest class: the measured time is fewer than
@@ -520,10 +518,10 @@ class SimulationResult:
         longest = slow["mean_execution"]
         if longest is not None and math.isfinite(longest) and longest > 0 and span < MIN_SPAN_EXECUTIONS * longest:
             which = "" if slow["tasks"] is None else f" (the class k = {slow['tasks']})"
-            out["stability"]["too_short"] = True
-            warnings.append(f"the measured part of each run spans {span:.4g} time units, {span / longest:.3g} times "
-                            f"the longest mean execution time {longest:.4g}{which}: fewer than "
-                            f"{MIN_SPAN_EXECUTIONS}, so the means may be those of the empty start; run more jobs")
+            short = (f"the measured part of each run spans {span:.4g} time units, {span / longest:.3g} times the "
+                     f"longest mean execution time {longest:.4g}{which}, fewer than {MIN_SPAN_EXECUTIONS}")
+            out["stability"]["too_short"] = short
+            warnings.append(f"{short}, so the means may be those of the empty start; run more jobs")
         arrived = {(c["tasks"], c["barrier"]): c["arrived"] for c in out["stability"].get("classes", [])}
         for row in out.get("classes", []):
             total = arrived.get((row["tasks"], row["barrier"]), 0)
