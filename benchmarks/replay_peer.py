@@ -7,9 +7,9 @@ each pair (pyss scheduler, our discipline) the script runs both as whole process
 ``run_simulator.py`` writes an SWF of its schedule; ``barrier-queues replay --jobs-out`` writes ours), and
 counts the jobs whose start time is the same. Where they differ, it replays the log again with the decision
 order pyss uses (one scheduling pass after *each* event, submissions before completions at one instant, ties
-in the order the events were made) through our plain reference's passes
-(:func:`barrier_queues.replay_reference._pass`): a job whose start then equals pyss's is a difference explained
-by that order alone.
+in the order the events were made) through the decisions of our plain reference of the scheduler room
+(:mod:`barrier_queues.schedulers.waitlist_reference`): a job whose start then equals pyss's is a difference
+explained by that order alone.
 
 Prints a markdown table; ``--out FILE`` also writes the record (refused if the file exists, unless ``--force``).
 
@@ -27,7 +27,6 @@ import gzip
 import heapq
 import itertools
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -38,7 +37,10 @@ from pathlib import Path
 
 import numpy as np
 
-from barrier_queues.replay_reference import _pass
+from barrier_queues.reference import service, service_args
+from barrier_queues.replay import trace_system
+from barrier_queues.rules import reference_rule, reference_service
+from barrier_queues.schedulers.waitlist_reference import _Waitlist
 from barrier_queues.traces import read_trace
 
 #: pyss scheduler -> (our discipline, our estimates)
@@ -103,34 +105,43 @@ run_simulator.parse_and_run_simulator(config)
 """
 
 
-def event_by_event(submit, k, run, pred, servers, discipline):
-    """Our passes in pyss's order: a pass after each submission and each completion, submissions first at one
-    instant, then events in the order they were made."""
+def event_by_event(trace, servers, discipline, estimates):
+    """Our decisions in pyss's order: one after each submission and each completion, submissions first at one
+    instant, then events in the order they were made. The plain reference's state and decisions
+    (``_Waitlist``), driven by this event order instead of its own (all releases of an instant, then each
+    arrival)."""
+    system = trace_system(trace, servers, discipline, estimates)
+    work, full = system.trace, system.trace.expanded_inputs()
+    rule = reference_rule(system)
+    q = _Waitlist(full["arrival"], full["tasks"], full["barrier"], full["times"], servers, True,
+                  reference_service(system) or (lambda draws, k: service(draws, k, **service_args(rule))), 1, None)
+    if estimates != "exact":
+        q.predictions = [float(p) for p in work.inputs(estimates)["predicted"]]
+    decide = {"fcfs": q.fcfs, "first-fit": q.first_fit, "backfill": q.backfill,
+              "server-filling": q.server_filling}[discipline]
     counter = itertools.count()
-    state = {"k": [int(x) for x in k], "pred": [float(x) for x in pred], "servers": servers, "free": servers,
-             "predicted": {}}
-    start = [math.nan] * len(submit)
-    events = [(float(t), 1, next(counter), j) for j, t in enumerate(submit)]
+    events = [(float(t), 1, next(counter), j) for j, t in enumerate(full["arrival"])]
     heapq.heapify(events)
+    started = q.start_job
 
-    def begin(j, t):
-        start[j] = t
-        state["free"] -= state["k"][j]
-        state["predicted"][j] = t + state["pred"][j]
-        heapq.heappush(events, (t + float(run[j]), 2, next(counter), j))
+    def start_job(j, now):                             # (each start makes its completion event, in start order)
+        started(j, now)
+        heapq.heappush(events, (q.res["departure"][j], 2, next(counter), j))
 
-    state["start"] = begin
-    waiting = []
+    q.start_job = start_job
     while events:
         t, kind, _, j = heapq.heappop(events)
         if kind == 1:
-            waiting.append(j)
-        else:
-            state["free"] += state["k"][j]
-            del state["predicted"][j]
-        if waiting:
-            waiting = _pass(discipline, t, waiting, state)
-    return np.array(start)
+            q.waiting.append(j)
+        else:                                          # the job's k workers (from the reference's trace) return
+            mine = {q.tr["worker"][q.offsets[j] + i] for i in range(q.tasks[j])}
+            q.releases = [(e, w) for e, w in q.releases if w not in mine]
+            heapq.heapify(q.releases)
+            for w in mine:
+                heapq.heappush(q.free, w)
+        if q.waiting:
+            decide(t)
+    return np.array(q.res["start"])
 
 
 def _read_pyss(out: Path) -> dict:
@@ -219,10 +230,8 @@ def compare(log: Path, pyss: Path, python2: str, pairs: dict, timeout: float | N
             differ = [i for i in ids if ours.get(i) != peer[i]]
             explained = 0
             if differ:
-                pred = jobs.runtime.to_numpy() if estimates == "exact" else jobs.estimate.to_numpy()
-                alt = dict(zip(jobs.job_id.tolist(), event_by_event(
-                    jobs.submit.to_numpy(), jobs.tasks.to_numpy(), jobs.runtime.to_numpy(), pred, trace.servers,
-                    discipline).tolist(), strict=True))
+                alt = dict(zip(jobs.job_id.tolist(), event_by_event(trace, trace.servers, discipline,
+                                                                     estimates).tolist(), strict=True))
                 explained = sum(alt[i] == peer[i] for i in differ)
             row = {"log": log.name, "pyss": scheduler, "ours": f"{discipline} ({estimates})",
                    "removed_from_both": dict(trace.skipped),

@@ -1,17 +1,18 @@
-"""Benchmark: trace replay as a user meets it, whole process (reading the file included), beside the plain-Python
-reference of the same rules, and a synthetic 1M-job trace on 10,000 workers.
+"""Benchmark: trace replay as a user meets it, whole process (reading the file included), and a synthetic 1M-job
+trace on 10,000 workers.
 
 For each log of the logs' folder (``--traces``, default the ``BARRIER_QUEUES_TRACES`` setting) and each
 discipline: the median wall time of ``barrier-queues replay LOG --scheduling D`` as a new process (``--repeat``
 runs; most of it is the interpreter's start and the imports), the median of :func:`barrier_queues.replay.replay`
-in this process (the trace already read), and one in-process run of
-:func:`barrier_queues.replay_reference.replay_rigid` on the same jobs (its result must equal the kernel's:
-checked). Then a synthetic trace of ``--jobs`` rigid jobs (widths 1 to 4,096,
+in this process (the trace already read: the scheduler room's kernel), and with ``--reference`` one in-process
+run of the room's plain reference (:func:`barrier_queues.schedulers.waitlist.reference`, which holds one release
+per worker: minutes on LANL-CM5) on the same jobs, whose starts must equal the kernel's (checked). Then a
+synthetic trace of ``--jobs`` rigid jobs (widths 1 to 4,096,
 exponential runtimes, load 0.85) on 10,000 workers, written as a CSV and replayed as a new process, with the
 process's peak memory (``ru_maxrss`` of the child) beside the CSV's size. Prints markdown tables. (pyss, the
 peer, is timed side by side in ``benchmarks/replay_peer.py``.)
 
-Usage: python benchmarks/replay_speed.py [--logs KTH-SP2 LANL-CM5] [--repeat 3] [--jobs 1000000]
+Usage: python benchmarks/replay_speed.py [--logs KTH-SP2 LANL-CM5] [--repeat 3] [--jobs 1000000] [--reference]
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from barrier_queues._validation import ParameterError
-from barrier_queues.replay import replay
-from barrier_queues.replay_reference import replay_rigid
+from barrier_queues.replay import replay, trace_system
+from barrier_queues.schedulers import waitlist
 from barrier_queues.traces import read_trace, trace_folder
 
 RULES = [("fcfs", "exact"), ("first-fit", "exact"), ("backfill", "exact"), ("backfill", "requested")]
@@ -50,7 +51,14 @@ def whole_process(argv: list[str], repeat: int) -> tuple[float, float]:
     return statistics.median(times), peak
 
 
-def logs_table(folder: Path, names: list[str], repeat: int) -> None:
+def reference_starts(trace, discipline: str, estimates: str) -> np.ndarray:
+    """The room's plain reference on the trace's jobs (each rigid job's runtime k times)."""
+    system = trace_system(trace, scheduling=discipline, estimates=estimates)
+    predicted = system.trace.inputs(estimates)["predicted"] if estimates != "exact" else None
+    return np.asarray(waitlist.reference(system, system.trace.expanded_inputs(), predictions=predicted)["start"])
+
+
+def logs_table(folder: Path, names: list[str], repeat: int, reference: bool) -> None:
     print("| log | jobs | rule | whole process (s) | compiled, in process (s) | plain-Python reference (s) | equal |")
     print("|---|---:|---|---:|---:|---:|---|")
     for name in names:
@@ -59,18 +67,18 @@ def logs_table(folder: Path, names: list[str], repeat: int) -> None:
         jobs = trace.jobs
         for discipline, estimates in RULES:
             wall, _ = whole_process([str(path), "--scheduling", discipline, "--estimates", estimates], repeat)
-            pred = jobs.runtime.to_numpy() if estimates == "exact" else jobs.estimate.to_numpy()
-            t0 = time.perf_counter()
-            ref = replay_rigid(jobs.submit.to_numpy(), jobs.tasks.to_numpy(), jobs.runtime.to_numpy(), pred,
-                               trace.servers, discipline)
-            ref_s = time.perf_counter() - t0
+            if reference:
+                t0 = time.perf_counter()
+                ref = reference_starts(trace, discipline, estimates)
+                ref_s = time.perf_counter() - t0
             runs = []
             for _ in range(repeat):
                 t0 = time.perf_counter()
                 ours = replay(trace, scheduling=discipline, estimates=estimates).jobs.start.to_numpy()
                 runs.append(time.perf_counter() - t0)
+            checked = (f"{ref_s:.3f} | {np.array_equal(ours, ref)}" if reference else "not run | not checked")
             print(f"| {name} | {len(jobs):,} | {discipline} ({estimates}) | {wall:.3f} | "
-                  f"{statistics.median(runs):.4f} | {ref_s:.3f} | {np.array_equal(ours, np.array(ref))} |")
+                  f"{statistics.median(runs):.4f} | {checked} |")
 
 
 def synthetic_table(n: int, repeat: int) -> None:
@@ -98,13 +106,14 @@ def main() -> int:
     parser.add_argument("--logs", nargs="+", default=["KTH-SP2", "LANL-CM5"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=1_000_000)
+    parser.add_argument("--reference", action="store_true", help="also run the plain reference (minutes)")
     args = parser.parse_args()
     try:
         folder = trace_folder(args.traces)
     except ParameterError as exc:
         print(f"replay_speed.py: {exc}; give --traces FOLDER", file=sys.stderr)
         return 2
-    logs_table(folder, args.logs, args.repeat)
+    logs_table(folder, args.logs, args.repeat, args.reference)
     synthetic_table(args.jobs, args.repeat)
     return 0
 

@@ -109,7 +109,7 @@ def test_the_replay_benchmark_times_every_rule_and_checks_the_reference(tmp_path
         lines.append(f"{j} {t} 0 {run} {k} -1 -1 {k} {run * 2} -1 1 1 1 -1 -1 -1 -1 -1")
     (tmp_path / "tiny.swf.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
     rows = _rows(_ok("replay_speed.py", "--traces", str(tmp_path), "--logs", "tiny", "--repeat", "1",
-                     "--jobs", "5000"))
+                     "--jobs", "5000", "--reference"))
     logs = [r for r in rows if r[0] == "tiny"]
     assert [r[2] for r in logs] == ["fcfs (exact)", "first-fit (exact)", "backfill (exact)", "backfill (requested)"]
     assert all(r[6] == "True" and float(r[3]) > 0 and float(r[4]) > 0 for r in logs)

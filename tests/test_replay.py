@@ -1,5 +1,6 @@
-"""Trace replay: the compiled kernel against its plain reference, the oracles of the model, the readers' checks,
-the command line, and the published numbers of the KTH-SP2 log (when the logs' folder is there)."""
+"""Trace replay: the scheduler room's kernel on a trace against its plain reference, the oracles of the model,
+the readers' checks, the command line, and the published numbers of the KTH-SP2 log (when the logs' folder is
+there)."""
 
 import gzip
 import json
@@ -14,17 +15,14 @@ import pytest
 
 import barrier_queues as bq
 from barrier_queues.inputs import draw_jobs
-from barrier_queues.kernels import kernels_module
 from barrier_queues.reference import mgc_fifo_starts
-from barrier_queues.replay import DISCIPLINES, replay, trace_metrics
-from barrier_queues.replay_reference import replay_rigid
+from barrier_queues.replay import DISCIPLINES, replay, trace_metrics, trace_system
 from barrier_queues.runs import run_inputs
 from barrier_queues.traces import Trace, read_swf, read_trace, trace_from_event_log
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the folder of the real logs: one setting (make's TRACES, exported as this variable)
 TRACES = Path(os.environ.get("BARRIER_QUEUES_TRACES", "")) if os.environ.get("BARRIER_QUEUES_TRACES") else None
-CODES = {"fcfs": 0, "first-fit": 1, "backfill": 2, "server-filling": 3}
 
 
 def _rigid_trace(submit, k, run, estimate=None, servers=None) -> Trace:
@@ -46,17 +44,39 @@ def _random_jobs(rng, n, s, powers=False):
 @pytest.mark.parametrize("seed", range(40))
 def test_the_kernel_equals_the_plain_reference_bit_for_bit(seed):
     """Random rigid traces (ties in submit and end times by rounding to 0.1), every discipline, exact and
-    overestimated predictions: each job's start equal to the reference's."""
+    overestimated predictions: the room's kernel with one release per rigid job gives each job the start,
+    departure and work of the plain reference fed k equal task times per job."""
+    from barrier_queues.schedulers import waitlist
+
     rng = np.random.default_rng(seed)
     s = int(rng.choice([1, 2, 4, 8, 5]))
     submit, k, run, pred = _random_jobs(rng, 400, s, powers=s in (1, 2, 4, 8))
     for discipline in DISCIPLINES:
         if discipline == "server-filling" and s not in (1, 2, 4, 8):
             continue
-        for p in (run, pred):
-            start = np.empty(len(submit))
-            kernels_module().replay_rigid(submit, k, run, p, s, CODES[discipline], start)
-            assert np.array_equal(start, np.array(replay_rigid(submit, k, run, p, s, discipline))), discipline
+        for estimates in ("exact", "requested") if discipline == "backfill" else ("exact",):
+            system = trace_system(_rigid_trace(submit, k, run, pred), s, discipline, estimates)
+            inputs = system.trace.inputs(estimates)
+            kernel = waitlist.run_inputs(system, inputs)
+            full = system.trace.expanded_inputs()
+            ref = waitlist.reference(system, full, predictions=inputs["predicted"] if estimates != "exact" else None)
+            for key in ("start", "departure"):
+                assert np.array_equal(np.asarray(kernel[key]), np.asarray(ref[key])), (discipline, key)
+            assert np.array_equal(np.asarray(kernel["work"]), k * run), discipline
+
+
+def test_a_rigid_trace_runs_as_k_equal_task_times_in_the_room():
+    """The room's one release per rigid job is a representation: the same trace as k equal task times per job
+    through the room's general path (k releases per job) starts every job at the same instant."""
+    from barrier_queues.schedulers import waitlist
+
+    rng = np.random.default_rng(8)
+    submit, k, run, _ = _random_jobs(rng, 2000, 16, powers=True)
+    for discipline in DISCIPLINES:
+        system = trace_system(_rigid_trace(submit, k, run), 16, discipline)
+        rigid = waitlist.run_inputs(system, system.trace.inputs())
+        general = waitlist.run_inputs(system, system.trace.expanded_inputs())
+        assert np.array_equal(np.asarray(rigid["start"]), np.asarray(general["start"])), discipline
 
 
 def test_single_task_jobs_are_the_fifo_multiserver_queue_under_every_discipline():
@@ -329,14 +349,14 @@ def test_with_failures_so_rare_that_none_strikes_the_replay_is_the_plain_one(see
 
 @pytest.mark.parametrize("discipline", ["fcfs", "first-fit", "backfill"])
 def test_a_replay_with_failures_equals_the_plain_reference_job_by_job(discipline):
-    from barrier_queues.replay import _selected, failure_inputs
+    from barrier_queues.replay import failure_inputs
     from barrier_queues.schedulers import waitlist
 
     rng = np.random.default_rng(5)
     submit, k, run, _ = _random_jobs(rng, 500, 8)
     trace = _rigid_trace(submit, k, run, servers=8)
-    jobs, keep, _ = _selected(trace, 8, 1.0)
-    system, inputs = failure_inputs(trace, jobs, keep, 8, discipline, 0.05, 3, 0.5, seed=9, raw=True)
+    system = trace_system(trace, 8, discipline, failure_rate=0.05, max_attempts=3, resubmit_delay=0.5)
+    inputs = failure_inputs(system, seed=9, raw=True)
     kernel, ref = waitlist.run_inputs(system, inputs), waitlist.reference(system, inputs)
     for key in ("start", "departure", "work", "attempts", "aborted"):
         assert np.array_equal(np.asarray(kernel[key]), np.asarray(ref[key])), key
@@ -378,7 +398,7 @@ def test_failures_on_the_command_line(tmp_path):
     again = json.loads(subprocess.run(cmd + ["--failure-rate", "0.2", "--max-attempts", "2", "--seed", "4",
                                              "--json"], capture_output=True, text=True, check=True).stdout)
     assert again == doc                                             # one seed, one answer
-    for extra, message in ((["--max-attempts", "2"], "must come with failure_rate"),
+    for extra, message in ((["--max-attempts", "2"], "must be None without failure_rate"),
                            (["--failure-rate", "0.2", "--estimates", "requested"], "estimates must be 'exact'"),
                            (["--failure-rate", "-1"], "failure-rate"),
                            (["--failure-rate", "0.2", "--scheduling", "server-filling", "--servers", "16"],

@@ -129,8 +129,14 @@ def test_every_system_field_is_an_option_of_simulate_and_a_sweep_field():
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     dests = {a.dest for a in sub.choices["simulate"]._actions}
+    replay = {a.dest for a in sub.choices["replay"]._actions}
     for f in fields(bq.BarrierSystem):
-        assert f.name in dests and f.name in FIELDS
+        commands = f.metadata.get("commands")
+        if commands is None:
+            assert f.name in dests and f.name in FIELDS
+        else:                                   # (a trace's fields: replay's options, generated from them)
+            assert commands == ("replay",) and f.name not in dests
+            assert f.name == "trace" or f.name in replay
     assert {p.name for p in rules.params()} <= dests
 
 

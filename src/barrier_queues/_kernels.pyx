@@ -71,7 +71,7 @@ before arrivals; arriving jobs' idle probed workers look in worker order.
 
 import numpy as np
 
-from libc.math cimport INFINITY, ceil, fabs, floor, log
+from libc.math cimport INFINITY, NAN, ceil, fabs, floor, log
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy, memmove
@@ -110,10 +110,6 @@ include "schedulers/central.pxi"
 include "schedulers/sampling.pxi"
 include "schedulers/releases.pxi"
 include "schedulers/waitlist.pxi"
-
-# --------------------------------------------------------------------------------------------------
-# trace replay of rigid jobs (barrier_queues.replay)
-include "_replay.pxi"
 
 # --------------------------------------------------------------------------------------------------
 # moldable barrier jobs (barrier_queues.moldable)

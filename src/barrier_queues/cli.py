@@ -1283,37 +1283,49 @@ def _print_replay(out: dict) -> None:
         print(f"jobs written to   {out['jobs_out']}")
 
 
+#: the system fields a replay reads (generated from the fields, as simulate's options are): each one's default
+#: and what the command says of it beside the field's help; GRID_OPTIONS take a comma-separated list (a grid)
+REPLAY_FIELDS = {"servers": (None, "default: the log's MaxProcs"),
+                 "scheduling": (["fcfs"], "backfill is EASY"),
+                 "estimates": (["exact"], "read by backfill alone"),
+                 "load_scale": ([1.0], ""),
+                 "failure_rate": (None, "per trace time unit"),
+                 "max_attempts": (None, ""),
+                 "resubmit_delay": (None, "")}
+
+
+def _replay_system_options(rp) -> None:
+    """The system fields of :data:`REPLAY_FIELDS` as replay's options, from
+    :func:`barrier_queues.system.option_fields` (ranges, choices and help: one place)."""
+    from .replay import GRID_OPTIONS
+    from .system import option_fields
+
+    offered = {o["name"]: o for o in option_fields("replay")}
+    for name, (default, note) in REPLAY_FIELDS.items():
+        o = offered[name]
+        grid = name in GRID_OPTIONS
+        named = o["kind"] != "choice" or all(c in o["help"] for c in o["choices"])
+        choices = "" if named else f" ({', '.join(o['choices'])})"
+        said = "; ".join(x for x in (note, "a comma-separated list makes a grid" if grid else "") if x)
+        rp.add_argument(o["flag"], dest=name, type=_list(_option_parser(o)) if grid else _option_parser(o),
+                        default=default, help=o["help"] + choices + (f"; {said}" if said else ""))
+
+
 def _add_replay(sub) -> None:
     rp = sub.add_parser("replay", help=COMMAND_HELP["replay"],
                         description="Replay a workload log under a scheduling discipline: an SWF log of the "
                                     "Parallel Workloads Archive (plain or gzip), a CSV trace, or a Spark event log.")
     rp.add_argument("trace", help="SWF file (.swf or .swf.gz), CSV trace, or Spark event log (file or folder)")
-    rp.add_argument("--scheduling", type=_list(_choice("scheduling", ("fcfs", "first-fit", "backfill",
-                                                                         "server-filling"))), default=["fcfs"],
-                    help="discipline (default fcfs; backfill is EASY); a comma-separated list makes a grid")
-    rp.add_argument("--servers", type=_list(_int("servers", 1, 10**7)), default=None,
-                    help="workers (default: the log's MaxProcs); a list makes a grid")
-    rp.add_argument("--estimates", type=_list(_choice("estimates", ("exact", "requested"))), default=["exact"],
-                    help="EASY's runtime predictions: the true runtimes (default) or the requested times")
+    _replay_system_options(rp)
     rp.add_argument("--width", choices=("requested", "allocated"), default="requested",
                     help="SWF job width: field 8 (requested processors) first, else field 5 (default), or the "
                          "other way round")
-    rp.add_argument("--load-scale", type=_list(_float("load-scale", 1e-3, 1e3)), default=[1.0],
-                    help="compress submissions by this factor (2: twice the load; default 1); a list makes a grid")
     rp.add_argument("--bsld-tau", type=_float("bsld-tau", 0, 1e9, open_low=True), default=10.0,
                     help="bounded slowdown's threshold in the trace's time unit (default 10 s)")
     rp.add_argument("--trim", action="store_true",
                     help="leave out the first 1%% of the jobs and those ending after the last submission")
     rp.add_argument("--size-classes", default=None,
                     help="lower bounds of k of the size classes, e.g. 1,2,4,16 (default 1, 2, 4, 8, ...)")
-    rp.add_argument("--failure-rate", type=_float("failure-rate", 0, 1e9, open_low=True), default=None,
-                    help="each running task fails at this rate (per trace time unit); a failed barrier job reruns "
-                         "all its tasks, a plain job's task is retried alone (default: no failures)")
-    rp.add_argument("--max-attempts", type=_int("max-attempts", 1, 100_000), default=None,
-                    help="attempts before a job is aborted (default unlimited; Spark: 1 for a barrier ResultStage, "
-                         "4 for a ShuffleMapStage)")
-    rp.add_argument("--resubmit-delay", type=_float("resubmit-delay", 0, 1e9), default=None,
-                    help="time from a failed attempt until the job waits again (default 0; Spark 0.2 s)")
     rp.add_argument("--seed", type=_int("seed", 0, 2**63 - 1), default=None,
                     help="with --failure-rate: seed of the failure clocks (default 0)")
     rp.add_argument("--jobs-out", default=None, help="write one row per job (job_id, submit, start, end, tasks)")

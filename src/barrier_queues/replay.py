@@ -2,15 +2,17 @@
 
 :func:`replay` runs fcfs, Spark's first-fit, EASY backfill or server-filling (the disciplines of
 :mod:`barrier_queues.schedulers`, section 4) on the jobs of a :class:`~barrier_queues.traces.Trace` instead
-of drawn ones: one sample path, no randomness, no replications. At one instant every release and every
-submission (in file order) is applied first, then one scheduling pass.
+of drawn ones: one sample path, no randomness, no replications. The trace is the workload of a
+:class:`~barrier_queues.system.BarrierSystem` (its ``trace`` field: :mod:`barrier_queues.trace_workload`),
+run by the waiting-list scheduler room (:func:`barrier_queues.schedulers.waitlist.run_inputs`), the same
+compiled kernel and plain reference as drawn jobs. At one instant every release comes first, then each
+submission (in file order) with a decision (server-filling: one decision after all the instant's submissions;
+the other three start the same jobs either way).
 
-* **Rigid traces** (one shared runtime per job: SWF logs) run in the compiled kernel ``replay_rigid``
-  (``_replay.pxi``; plain-Python reference :func:`barrier_queues.replay_reference.replay_rigid`, equal bit
-  for bit). EASY's prediction ``p`` of a job's runtime is its true runtime (``estimates="exact"``:
-  clairvoyant EASY) or its estimate (``"requested"``: SWF field 9); a job always runs its true runtime.
-* **Traces with per-task times** (Spark event logs) run through the simulator's own scheduler on the trace's
-  jobs (:func:`barrier_queues.runs.run_inputs`, 1 barrier: each task frees its worker when it ends), so a
+* **Rigid traces** (one shared runtime per job: SWF logs): each job holds its k workers for its runtime.
+  EASY's prediction ``p`` of a job's runtime is its true runtime (``estimates="exact"``: clairvoyant EASY) or
+  its estimate (``"requested"``: SWF field 9, raised to the runtime); a job always runs its true runtime.
+* **Traces with per-task times** (Spark event logs): 1 barrier, each task frees its worker when it ends, so a
   replay of a simulated run's own jobs gives that run's starts; estimates are the true times.
 
 What-if options: ``servers`` (more or fewer workers; jobs wider than the cluster are skipped and counted),
@@ -19,14 +21,11 @@ What-if options: ``servers`` (more or fewer workers; jobs wider than the cluster
 ``resubmit_delay`` D): each running task fails at rate gamma; a failure ends a barrier job's attempt (every
 task killed, its workers freed, the job waiting again D later at its place; aborted after A attempts) and a
 plain job's task is retried alone. A retry redoes the same work (the trace's job is rerun: ``retry_work =
-"identical"``). The failure clocks are the only randomness (``seed``). Such a replay runs through the
-simulator's waiting-list scheduler with failures on the trace's jobs (rigid jobs with 2 barriers: each holds
-its k workers for its runtime), under fcfs, first-fit or backfill (with the true runtimes as EASY's
-predictions; server-filling is refused: that scheduler decides at each submission, and server-filling's choice
-among jobs submitted at one instant depends on it; the three others start the same jobs either way, tested); a
-job's ``runtime`` is then its
-execution (first start to end, retries included), its ``start`` that of its first attempt, and aborted jobs
-are counted apart and left out of the means.
+"identical"``). The failure clocks are the only randomness (``seed``). Under fcfs, first-fit or backfill (with
+the true runtimes as EASY's predictions); server-filling is refused: its choice among jobs submitted at one
+instant needs them all, and a failed job waiting again is one more event of the instant. A job's ``runtime``
+is then its execution (first start to end, retries included), its ``start`` that of its first attempt, and
+aborted jobs are counted apart and left out of the means.
 
 Metrics (:func:`trace_metrics`, overall and per size class of ``k``): waiting ``w`` = start - submit,
 sojourn = end - submit, **bounded slowdown** ``max(1, (w + r) / max(r, tau))`` with runtime ``r`` (a job's
@@ -44,12 +43,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._validation import ParameterError, check_choice, check_int, check_positive
+from ._validation import ParameterError, check_int, check_positive
+from .trace_workload import ESTIMATES
 from .traces import Trace
 
 DISCIPLINES = ("fcfs", "first-fit", "backfill", "server-filling")
-_CODES = {"fcfs": 0, "first-fit": 1, "backfill": 2, "server-filling": 3}
-ESTIMATES = ("exact", "requested")
 #: bounded slowdown's threshold, in the trace's time unit (seconds for SWF logs)
 BSLD_TAU = 10.0
 #: share of the first jobs that trimming leaves out (Tsafrir, Etsion & Feitelson 2007)
@@ -91,23 +89,26 @@ def check_estimates(schedulings, estimates) -> None:
                                 if len(schedulings) > 1 else ""))
 
 
-def _selected(trace: Trace, servers: int, load_scale: float) -> tuple[pd.DataFrame, np.ndarray, dict]:
-    """The trace's jobs that fit on ``servers`` workers (the others counted), submissions scaled."""
-    jobs = trace.jobs
-    wide = jobs.tasks.to_numpy() > servers
-    skipped = dict(trace.skipped)
-    if wide.any():
-        skipped[f"wider than the cluster (k > {servers})"] = skipped.get(
-            f"wider than the cluster (k > {servers})", 0) + int(wide.sum())
-    keep = np.flatnonzero(~wide)
-    if keep.size == 0:
-        raise ParameterError(f"servers must be at least the width of some job of the trace (got {servers}; the "
-                             f"narrowest job needs {int(jobs.tasks.min())})")
-    chosen = jobs.iloc[keep].reset_index(drop=True)
-    if load_scale != 1.0:
-        t0 = float(chosen.submit.iat[0])
-        chosen = chosen.assign(submit=t0 + (chosen.submit.to_numpy() - t0) / load_scale)
-    return chosen, keep, skipped
+def trace_system(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", estimates: str = "exact",
+                 load_scale: float = 1.0, failure_rate: float | None = None, max_attempts: int | None = None,
+                 resubmit_delay: float | None = None):
+    """The :class:`~barrier_queues.system.BarrierSystem` whose workload is ``trace`` (on the log's own machine
+    size unless ``servers`` is given), validated once like any other."""
+    from .system import BarrierSystem
+
+    if not isinstance(trace, Trace):
+        raise ParameterError(f"trace must be a Trace (barrier_queues.traces.read_trace; got {type(trace).__name__})")
+    if servers is None:
+        if trace.servers is None:
+            raise ParameterError("servers must be given: the trace does not say how many workers its machine had")
+        servers = trace.servers
+    if failure_rate is not None and scheduling == "server-filling":
+        raise ParameterError("scheduling must be fcfs, first-fit or backfill with failure_rate (got "
+                             "'server-filling'): its choice among jobs submitted at one instant needs them all, and "
+                             "a failed job waiting again is one more event of the instant")
+    return BarrierSystem(servers=servers, scheduling=scheduling, trace=trace, estimates=estimates,
+                         load_scale=load_scale, failure_rate=failure_rate, max_attempts=max_attempts,
+                         resubmit_delay=resubmit_delay)
 
 
 def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", estimates: str = "exact",
@@ -115,147 +116,46 @@ def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", e
            resubmit_delay: float | None = None, seed: int = 0) -> ReplayResult:
     """Replay ``trace`` on ``servers`` workers (default: the log's own machine size) under ``scheduling``;
     with ``failure_rate``, failures of running tasks (module docstring; ``seed`` draws their clocks)."""
-    if not isinstance(trace, Trace):
-        raise ParameterError(f"trace must be a Trace (barrier_queues.traces.read_trace; got {type(trace).__name__})")
-    check_choice("scheduling", scheduling, DISCIPLINES)
-    check_choice("estimates", estimates, ESTIMATES)
-    load_scale = check_positive("load_scale", load_scale)
-    check_estimates([scheduling], [estimates])
-    if servers is None:
-        if trace.servers is None:
-            raise ParameterError("servers must be given: the trace does not say how many workers its machine had")
-        servers = trace.servers
-    servers = check_int("servers", servers, low=1, high=10**7, high_name="10,000,000")
-    if failure_rate is None and (max_attempts is not None or resubmit_delay is not None):
-        raise ParameterError("max_attempts and resubmit_delay must come with failure_rate (got them without): they "
-                             "shape what a failure does")
-    jobs, keep, skipped = _selected(trace, servers, load_scale)
-    fail = None
-    if failure_rate is not None:
-        start, end, work, attempts, aborted, fail = _failing(trace, jobs, keep, servers, scheduling, estimates,
-                                                             failure_rate, max_attempts, resubmit_delay, seed)
-        runtime = end - start
-    elif trace.rigid:
-        start = _rigid(jobs, servers, scheduling, estimates)
-        runtime = jobs.runtime.to_numpy()
-        end, work = start + runtime, jobs.tasks.to_numpy() * runtime
-    else:
-        start, end, work = _per_task(trace, jobs, keep, servers, scheduling, estimates)
-        runtime = end - start
-    table = pd.DataFrame({"job_id": jobs.job_id.to_numpy(), "submit": jobs.submit.to_numpy(), "start": start,
-                          "end": end, "tasks": jobs.tasks.to_numpy(), "runtime": runtime, "work": work})
-    if fail is not None:
-        table["attempts"], table["aborted"] = attempts, aborted
-    described = {**trace.describe(), "skipped": skipped, "replayed": int(len(table))}
-    return ReplayResult(table, servers, scheduling, estimates, load_scale, described, fail)
-
-
-def _rigid(jobs: pd.DataFrame, servers: int, scheduling: str, estimates: str) -> np.ndarray:
-    from .kernels import kernels_module
-
-    k = jobs.tasks.to_numpy(dtype=np.int64)
-    runtime = np.ascontiguousarray(jobs.runtime.to_numpy(dtype=float))
-    if scheduling == "server-filling":
-        _check_server_filling(k, servers)
-    pred = runtime
-    if estimates == "requested":
-        est = jobs.estimate.to_numpy(dtype=float)
-        if np.isnan(est).any():
-            raise ParameterError(f"estimates must be 'exact' for this trace (got 'requested'): "
-                                 f"{int(np.isnan(est).sum())} of its jobs have no requested time")
-        pred = np.ascontiguousarray(np.maximum(est, runtime))
-    start = np.empty(len(jobs))
-    kernels_module().replay_rigid(np.ascontiguousarray(jobs.submit.to_numpy(dtype=float)), k, runtime, pred,
-                                  servers, _CODES[scheduling], start)
-    return start
-
-
-def _check_server_filling(k: np.ndarray, servers: int) -> None:
-    bad = np.unique(k[((k & (k - 1)) != 0) | (servers % k != 0)])
-    if bad.size:
-        raise ParameterError(f"scheduling 'server-filling' needs every k a power of two dividing servers = "
-                             f"{servers} (got k = {bad[:5].tolist()}{' ...' if bad.size > 5 else ''})")
-
-
-def _as_workload(trace: Trace, jobs: pd.DataFrame, keep: np.ndarray) -> tuple[dict, dict]:
-    """The selected ``jobs`` (rows ``keep`` of the trace) as the simulator's inputs (a rigid job's k tasks each
-    its runtime), and the :class:`BarrierSystem` fields that describe them: their k's pmf, barrier share and
-    mean arrival rate (the scheduler reads the classes from it; the jobs are the trace's)."""
-    k = jobs.tasks.to_numpy(dtype=np.int64)
-    if trace.rigid:
-        times = np.repeat(jobs.runtime.to_numpy(dtype=float), k)
-        barrier = np.ones(len(k), dtype=bool)
-    else:
-        times = np.concatenate([trace.task_times[o:o + n] for o, n in zip(trace.task_offsets[keep], k,
-                                                                           strict=True)])
-        barrier = jobs.barrier.to_numpy(dtype=bool)
-    offsets = np.concatenate([[0], np.cumsum(k)[:-1]]).astype(np.int64)
-    values, counts = np.unique(k, return_counts=True)
-    span = float(jobs.submit.iat[-1] - jobs.submit.iat[0])
-    fields = {"tasks_pmf": {int(v): c / len(k) for v, c in zip(values, counts, strict=True)},
-              "barrier_fraction": float(barrier.mean()), "arrival_rate": (len(k) - 1) / span if span > 0 else 1.0}
-    inputs = {"arrival": np.ascontiguousarray(jobs.submit.to_numpy(dtype=float)), "tasks": k, "barrier": barrier,
-              "times": times, "offsets": offsets}
-    return inputs, fields
-
-
-def _per_task(trace: Trace, jobs: pd.DataFrame, keep: np.ndarray, servers: int, scheduling: str,
-              estimates: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Jobs with their own task times, through the simulator's scheduler (1 barrier)."""
-    from .runs import run_inputs
-    from .system import BarrierSystem
-
-    if estimates != "exact":
-        raise ParameterError("estimates must be 'exact' for a trace with per-task times (got 'requested'): it "
-                             "holds no requested times")
-    inputs, fields = _as_workload(trace, jobs, keep)
-    out = run_inputs(BarrierSystem(servers=servers, scheduling=scheduling, **fields), inputs)
-    times, offsets = inputs["times"], inputs["offsets"]
-    work = np.add.reduceat(times, offsets) if len(times) else np.zeros(len(offsets))
-    # a job's start is that of its last task (the paper's waiting time: until the last task starts)
-    return np.asarray(out["start"], dtype=float), np.asarray(out["departure"], dtype=float), work
-
-
-def failure_inputs(trace: Trace, jobs: pd.DataFrame, keep: np.ndarray, servers: int, scheduling: str,
-                   failure_rate, max_attempts, resubmit_delay, seed, raw: bool = False):
-    """The system and the inputs (with the attempts, :func:`barrier_queues.failures.attempts`) of a replay with
-    failures: the selected ``jobs`` (rows ``keep`` of the trace) as the waiting-list scheduler's jobs. ``raw``:
-    also the raw draws the plain reference needs."""
-    from . import failures
-    from .system import BarrierSystem
-
-    seed = check_int("seed", seed, low=0, high=2**63 - 1, high_name="2^63 - 1")
-    inputs, fields = _as_workload(trace, jobs, keep)
-    system = BarrierSystem(servers=servers, scheduling=scheduling, barriers=2 if trace.rigid else 1,
-                           task_dist=f"deterministic:value={float(inputs['times'].mean())!r}",
-                           failure_rate=failure_rate, max_attempts=max_attempts, resubmit_delay=resubmit_delay,
-                           retry_work="identical", **fields)
-    return system, failures.attempts(system, inputs, np.random.default_rng(seed), raw=raw)
-
-
-def _failing(trace: Trace, jobs: pd.DataFrame, keep: np.ndarray, servers: int, scheduling: str, estimates: str,
-             failure_rate, max_attempts, resubmit_delay, seed):
-    """The trace's jobs with failures through the waiting-list scheduler (module docstring)."""
     from .runs import ensure_compiled
     from .schedulers import waitlist
 
-    if estimates != "exact":
-        raise ParameterError("estimates must be 'exact' with failure_rate (got 'requested'): a replay with "
-                             "failures backfills with the true runtimes")
-    if scheduling == "server-filling":
-        raise ParameterError("scheduling must be fcfs, first-fit or backfill with failure_rate (got "
-                             "'server-filling'): a replay with failures decides at each submission, and "
-                             "server-filling's choice among jobs submitted at one instant depends on that (a replay "
-                             "takes them all first)")
-    system, inputs = failure_inputs(trace, jobs, keep, servers, scheduling, failure_rate, max_attempts,
-                                    resubmit_delay, seed)
+    system = trace_system(trace, servers, scheduling, estimates, load_scale, failure_rate, max_attempts,
+                          resubmit_delay)
+    work = system.trace
+    jobs = work.jobs
     ensure_compiled(system.placement)
-    out = waitlist.run_inputs(system, inputs)
-    setting = {"failure_rate": system.failure_rate, "max_attempts": system.max_attempts,
-               "resubmit_delay": system.resubmit_delay, "retry_work": "identical", "seed": seed}
-    return (np.asarray(out["start"], dtype=float), np.asarray(out["departure"], dtype=float),
-            np.asarray(out["work"], dtype=float), np.asarray(out["attempts"]), np.asarray(out["aborted"], dtype=bool),
-            setting)
+    fail = None
+    if failure_rate is not None:
+        seed = check_int("seed", seed, low=0, high=2**63 - 1, high_name="2^63 - 1")
+        out = waitlist.run_inputs(system, failure_inputs(system, seed))
+        runtime = np.asarray(out["departure"], dtype=float) - np.asarray(out["start"], dtype=float)
+        job_work = np.asarray(out["work"], dtype=float)
+        fail = {"failure_rate": system.failure_rate, "max_attempts": system.max_attempts,
+                "resubmit_delay": system.resubmit_delay, "retry_work": "identical", "seed": seed}
+    else:
+        out = waitlist.run_inputs(system, work.inputs(system.estimates))
+        runtime = (jobs.runtime.to_numpy() if work.rigid
+                   else np.asarray(out["departure"], dtype=float) - np.asarray(out["start"], dtype=float))
+        job_work = work.work
+    # a job's start is that of its last task (the paper's waiting time: until the last task starts)
+    start = np.asarray(out["start"], dtype=float)
+    table = pd.DataFrame({"job_id": jobs.job_id.to_numpy(), "submit": jobs.submit.to_numpy(), "start": start,
+                          "end": start + runtime if work.rigid and fail is None else np.asarray(out["departure"],
+                                                                                                  dtype=float),
+                          "tasks": work.tasks, "runtime": runtime, "work": job_work})
+    if fail is not None:
+        table["attempts"], table["aborted"] = np.asarray(out["attempts"]), np.asarray(out["aborted"], dtype=bool)
+    return ReplayResult(table, system.servers, system.scheduling, system.estimates, system.load_scale,
+                        work.describe(), fail)
+
+
+def failure_inputs(system, seed, raw: bool = False) -> dict:
+    """The inputs of a trace's replay with failures (``system``: :func:`trace_system` with a failure rate):
+    its jobs with each task's time and their attempts (:func:`barrier_queues.failures.attempts`; ``raw``: also
+    the raw draws the plain reference needs)."""
+    from . import failures
+
+    return failures.attempts(system, system.trace.expanded_inputs(), np.random.default_rng(seed), raw=raw)
 
 
 def size_classes(tasks: np.ndarray, servers: int, edges=None) -> tuple[np.ndarray, list[str]]:
@@ -366,5 +266,4 @@ def replay_grid(trace: Trace, grid: dict, tau: float = BSLD_TAU, trim: bool = Fa
 
 
 __all__ = ["BSLD_TAU", "DISCIPLINES", "ESTIMATES", "GRID_OPTIONS", "ReplayResult", "check_estimates", "failure_inputs",
-           "replay",
-           "replay_grid", "size_classes", "trace_metrics"]
+           "replay", "replay_grid", "size_classes", "trace_metrics", "trace_system"]

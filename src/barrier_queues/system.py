@@ -28,6 +28,10 @@ field                  symbol  meaning
 ``placement``          --      ``"central"`` (the paper's FIFO queue) or ``"sample"`` (batch
                                sampling with late binding, Appendix B, section 2)
 ``phases``             m       phases per job, ``barrier()`` between them (Appendix B, section 3)
+``trace``              --      a recorded log as the workload (Appendix B, section 6): its jobs'
+                               submissions, k and times instead of drawn ones, with
+                               ``load_scale`` (submissions compressed) and ``estimates``
+                               (backfill's runtime predictions)
 =====================  ======  ==========================================================
 
 Time is in one unit throughout (the mean task time is ``1/mu`` of it).
@@ -68,10 +72,11 @@ OVERHEADS = (None, "paper", "event")
 
 
 def _opt(help_: str, kind: str, low=None, high=None, open_low: bool = False, short: str | None = None,
-         flag: str | None = None, choices=None) -> dict:
-    """Field metadata from which the command line is generated: help, value kind and range, flags."""
+         flag: str | None = None, choices=None, commands=None) -> dict:
+    """Field metadata from which the command line is generated: help, value kind and range, flags, and the
+    commands that offer it (None: those that describe a system: ``simulate``, ``sweep``, ``stability``)."""
     return {"help": help_, "kind": kind, "low": low, "high": high, "open_low": open_low, "short": short,
-            "flag": flag, "choices": choices}
+            "flag": flag, "choices": choices, "commands": commands}
 
 
 def parse_pmf(pmf, servers: int) -> tuple[tuple[int, float], ...]:
@@ -197,6 +202,16 @@ class BarrierSystem:
         "time delta >= 0 a checkpoint takes (default 0)", "float", 0))
     restart_cost: float | None = field(default=None, metadata=_opt(
         "time R >= 0 a retry spends restarting before it resumes (default 0)", "float", 0))
+    # a recorded log as the workload (Appendix B, section 6): barrier_queues.trace_workload
+    trace: object = field(default=None, metadata=_opt(
+        "a recorded log as the workload (a Trace: barrier_queues.traces.read_trace)", "trace",
+        commands=("replay",)))
+    load_scale: float | None = field(default=None, metadata=_opt(
+        "compress submissions by this factor (2: twice the load; default 1)", "float", 1e-3, 1e3,
+        commands=("replay",)))
+    estimates: str | None = field(default=None, metadata=_opt(
+        "EASY's runtime predictions: the true runtimes (default exact) or the log's requested times", "choice",
+        choices=("exact", "requested"), commands=("replay",)))
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -214,8 +229,12 @@ class BarrierSystem:
         failures.validate(self, set_)                   # failure_rate and what a failure does: barrier_queues.failures
         schedulers.validate(self, set_)                 # each scheduler's fields and checks: its room
         self._validate_phases(set_)
+        self._validate_trace_setting()
 
     def _validate_tasks(self, set_, s: int) -> None:
+        if self.trace is not None or self.load_scale is not None or self.estimates is not None:
+            self._validate_trace(set_, s)
+            return
         if self.workload is not None:
             self._validate_workload(set_, s)
             return
@@ -259,6 +278,64 @@ class BarrierSystem:
             raise ParameterError(f"barrier_fraction must not be given with a workload (got "
                                  f"{self.barrier_fraction!r}): each class says whether its jobs are barrier jobs")
         set_("barrier_fraction", p)
+
+    def _validate_trace(self, set_, s: int) -> None:
+        """A trace as the workload (:class:`~barrier_queues.trace_workload.TraceWorkload`): its jobs give k,
+        the barrier flags, the submissions and the times, so the fields that would draw them are refused."""
+        from .trace_workload import ESTIMATES, TraceWorkload
+
+        if self.trace is None:
+            given = "load_scale" if self.load_scale is not None else "estimates"
+            raise ParameterError(f"{given} must come with a trace (got {given} = {getattr(self, given)!r} "
+                                 "without one): it changes how a recorded log is replayed")
+        for name in ("tasks", "tasks_pmf", "needed", "workload", "task_rate", "task_dist", "arrival_rate"):
+            if getattr(self, name) is not None:
+                raise ParameterError(f"{name} must be None with a trace (got {getattr(self, name)!r}): the "
+                                     "trace's jobs give each job's k, times and submission")
+        if self.arrival != "poisson":
+            raise ParameterError(f"arrival must be left out with a trace (got {self.arrival!r}): the trace "
+                                 "records its submissions")
+        source = self.trace.trace if isinstance(self.trace, TraceWorkload) else self.trace
+        scale = 1.0 if self.load_scale is None else check_positive("load_scale", self.load_scale)
+        if not 1e-3 <= scale <= 1e3:
+            raise ParameterError(f"load_scale must lie in [0.001, 1000] (got {scale!r})")
+        work = TraceWorkload(source, s, scale)
+        set_("trace", work)
+        set_("load_scale", scale)
+        set_("estimates", check_choice("estimates", "exact" if self.estimates is None else self.estimates,
+                                       ESTIMATES))
+        if self.estimates == "requested" and self.scheduling != "backfill":
+            raise ParameterError(f"estimates must be 'exact' under {self.scheduling} (got 'requested'): only "
+                                 "backfill predicts runtimes, the other disciplines never read an estimate")
+        p = float(work.barrier.mean())
+        if self.barrier_fraction not in (1.0, p):
+            raise ParameterError(f"barrier_fraction must not be given with a trace (got {self.barrier_fraction!r})"
+                                 ": the trace says which jobs are barrier jobs")
+        set_("barrier_fraction", p)
+        if work.rigid:                          # (one runtime for all k tasks: the same under 1 and 2 barriers)
+            set_("barriers", 2)
+        set_("task_dist", work.law)
+        if self.failure_rate is not None:
+            if self.retry_work not in (None, "identical"):
+                raise ParameterError(f"retry_work must be 'identical' with a trace (got {self.retry_work!r}): a "
+                                     "retry reruns the trace's job, whose work is recorded")
+            set_("retry_work", "identical")
+
+    def _validate_trace_setting(self) -> None:
+        """What a trace's replay reads once the rest is valid: requested estimates under backfill alone, from a
+        rigid trace that has them; the trace's scheduler room (the waiting list) at every discipline."""
+        if self.trace is None:
+            return
+        for name, value, ok in (("phases", self.phases, 1), ("release", self.release, "fixed"),
+                                ("overhead", self.overhead, None), ("placement", self.placement, "central")):
+            if value != ok:
+                raise ParameterError(f"{name} must be {ok!r} with a trace (got {value!r}): a trace is replayed "
+                                     "under the central queue's disciplines, its jobs as recorded")
+        if self.estimates == "requested":
+            if self.failure_rate is not None:
+                raise ParameterError("estimates must be 'exact' with failure_rate (got 'requested'): a replay with "
+                                     "failures backfills with the true runtimes")
+            self.trace.check_estimates("requested")
 
     def _validate_task_law(self, set_) -> None:
         if self.task_dist is not None and self.task_rate is not None and not (
@@ -348,7 +425,9 @@ class BarrierSystem:
     # -- derived quantities (no validation: the fields are valid) ------------------
     @property
     def ks(self) -> np.ndarray:
-        """The values of k (int64 array): ``[k]``, the support of ``tasks_pmf`` or the workload's k."""
+        """The values of k (int64 array): ``[k]``, the support of ``tasks_pmf``, the workload's or the trace's k."""
+        if self.trace is not None:
+            return self.trace.ks
         if self.workload is not None:
             return np.array(sorted({c.tasks for c in self.workload}), dtype=np.int64)
         if self.tasks_pmf is None:
@@ -358,6 +437,8 @@ class BarrierSystem:
     @property
     def pk(self) -> np.ndarray:
         """The probabilities of :attr:`ks`."""
+        if self.trace is not None:
+            return self.trace.pk
         if self.workload is not None:
             return np.array([sum(c.share for c in self.workload if c.tasks == k) for k in self.ks])
         if self.tasks_pmf is None:
@@ -375,7 +456,7 @@ class BarrierSystem:
     @property
     def stragglers(self) -> int:
         """k - l under the fixed release (0 for conventional jobs, a pmf of k and other rules)."""
-        if self.workload is not None or self.tasks_pmf is not None or self.release != "fixed":
+        if self.tasks is None or self.release != "fixed":
             return 0
         return self.tasks - self.needed
 
@@ -392,7 +473,9 @@ class BarrierSystem:
 
     @property
     def mean_task(self) -> float:
-        """E[X], the mean task time (time units; with a workload, over its tasks)."""
+        """E[X], the mean task time (time units; with a workload or a trace, over its tasks)."""
+        if self.trace is not None:
+            return self.trace.mean_task()
         if self.workload is not None:
             tasks = sum(c.share * c.tasks for c in self.workload)
             return float(sum(c.share * c.tasks * self.class_law(c).mean() for c in self.workload) / tasks)
@@ -433,6 +516,9 @@ class BarrierSystem:
         if c.get("workload") is not None:
             reset("tasks", "tasks_pmf", "needed")
             c.setdefault("barrier_fraction", 1.0)
+        if self.trace is not None or c.get("trace") is not None:   # (what the trace sets, set again from it)
+            reset("task_dist")
+            c.setdefault("barrier_fraction", 1.0)
         if c.get("tasks") is not None or c.get("tasks_pmf") is not None:
             reset("workload")
         if c.get("tasks") is not None:
@@ -469,6 +555,8 @@ class BarrierSystem:
             out["workload"] = [c.describe() for c in self.workload]
         if self.tasks_pmf is not None:
             out["tasks_pmf"] = {str(k): p for k, p in self.tasks_pmf}
+        if self.trace is not None:
+            out["trace"] = self.trace.describe()
         return out
 
     def to_dict(self) -> dict:
@@ -479,6 +567,8 @@ class BarrierSystem:
         """A short human description, e.g. ``'(16,8,6) 1-barrier, exponential tasks'``."""
         k = (str(self.tasks) if self.tasks_pmf is None else "pmf " + ",".join(f"{k}:{p:g}" for k, p in self.tasks_pmf)
              ) if self.workload is None else f"{len(self.workload)} job classes"
+        if self.trace is not None:
+            k = f"the {len(self.trace.jobs)} jobs of {self.trace.trace.source}"
         parts = [f"s = {self.servers}, k = {k}"]
         if self.stragglers:
             parts.append(f"l = {self.needed}")
@@ -502,8 +592,10 @@ class BarrierSystem:
         return ", ".join(parts)
 
 
-def option_fields() -> list[dict]:
-    """Every system field as a command-line option, generated from the field metadata and the registries.
+def option_fields(command: str | None = None) -> list[dict]:
+    """Every system field as a command-line option, generated from the field metadata and the registries:
+    those a command offers (``command`` None: those of the commands that describe a system, ``simulate``,
+    ``sweep`` and ``stability``; ``"replay"``: the fields a replay of a trace reads besides the system's).
 
     Each entry: ``name`` (the field), ``flag``, ``short``, ``kind`` (``int``,
     ``float``, ``str`` or ``choice``), ``low``, ``high``, ``open_low``,
@@ -513,6 +605,8 @@ def option_fields() -> list[dict]:
     out = []
     for f in fields(BarrierSystem):
         meta = dict(f.metadata)
+        if meta.get("commands") is not None and command not in meta["commands"]:
+            continue
         if not meta:                                    # a rule's parameter
             p = rules.get_param(f.name)
             meta = {"help": p.help, "kind": "float", **p.cli_range(), "short": None, "flag": p.flag, "choices": None}

@@ -13,6 +13,11 @@
 # ``_rs_count_le``: sorted only); remove = release now (``_rs_cut_at`` + ``_rs_reorder`` on the heap by
 # position, ``_rs_cut_time`` on the array by time). Both representations hold the same times, so every output
 # is the same, bit for bit (tested against the plain reference with and without ids).
+#
+# Rigid jobs (a trace's: a job's k workers are held for one runtime) keep one heap entry per job, (its end, the
+# job), instead of k; under backfill the ascending array then holds one entry per running job, its predicted
+# end (an estimate's, which may differ from the true end) with its k in ``cnt`` (``_rs_add_group``,
+# ``_rs_remove_group``), and ``_rs_kth`` / ``_rs_count_le`` count workers through ``cnt``.
 
 
 cdef int _compare_double(const void* a, const void* b) noexcept nogil:
@@ -31,6 +36,7 @@ cdef struct Releases:
     int64_t lo                                # ascending array: its first pending entry
     int64_t hi                                # ascending array: its end
     int64_t cap                               # ascending array: its capacity (2 s + 1: at most s pending)
+    int64_t* cnt                              # rigid jobs: each entry's workers (NULL: one worker per entry)
 
 
 cdef void _rs_open(Releases* r, bint heap, bint sorted, double* time, int64_t* worker, int64_t n,
@@ -40,6 +46,7 @@ cdef void _rs_open(Releases* r, bint heap, bint sorted, double* time, int64_t* w
     2 ``servers`` + 1 times."""
     cdef int64_t i
     r.heap, r.sorted, r.time, r.worker, r.asc = heap, sorted, time, worker, asc
+    r.cnt = NULL
     r.n = n if heap else 0
     r.lo = 0
     r.hi = n if sorted else 0
@@ -87,6 +94,13 @@ cdef inline int64_t _rs_pop(Releases* r) noexcept nogil:
 
 cdef inline double _rs_kth(Releases* r, int64_t i) noexcept nogil:
     """The (i + 1)-th earliest pending release time (sorted only; i < size)."""
+    cdef int64_t g = r.lo
+    if r.cnt != NULL:                         # (rigid jobs: the entry whose workers reach i + 1)
+        i -= r.cnt[g]
+        while i >= 0:
+            g += 1
+            i -= r.cnt[g]
+        return r.asc[g]
     return r.asc[r.lo + i]
 
 
@@ -95,6 +109,13 @@ cdef int64_t _rs_count_le(Releases* r, int64_t i, double t) noexcept nogil:
     cdef int64_t lo = r.lo + i
     cdef int64_t hi = r.hi
     cdef int64_t mid
+    if r.cnt != NULL:                         # (rigid jobs: the workers of the entries up to t)
+        i = 0
+        lo = r.lo
+        while lo < hi and r.asc[lo] <= t:
+            i += r.cnt[lo]
+            lo += 1
+        return i
     while lo < hi:
         mid = (lo + hi) >> 1
         if r.asc[mid] <= t:
@@ -219,3 +240,38 @@ cdef void _rs_cut_time(Releases* r, double t, double now) noexcept nogil:
             hi = mid
     memmove(r.asc + r.lo + 1, r.asc + r.lo, (lo - r.lo) * sizeof(double))
     r.asc[r.lo] = now
+
+
+cdef int64_t _rs_first_ge(Releases* r, double t) noexcept nogil:
+    """The first entry of the ascending array at or after t."""
+    cdef int64_t lo = r.lo
+    cdef int64_t hi = r.hi
+    cdef int64_t mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if r.asc[mid] < t:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef void _rs_add_group(Releases* r, double t, int64_t k) noexcept nogil:
+    """A rigid job's k workers predicted to be released at t: one entry (``lo`` stays 0; at most s entries)."""
+    cdef int64_t at = _rs_first_ge(r, t)
+    memmove(r.asc + at + 1, r.asc + at, (r.hi - at) * sizeof(double))
+    memmove(r.cnt + at + 1, r.cnt + at, (r.hi - at) * sizeof(int64_t))
+    r.asc[at] = t
+    r.cnt[at] = k
+    r.hi += 1
+
+
+cdef void _rs_remove_group(Releases* r, double t, int64_t k) noexcept nogil:
+    """Take out an entry of time t and k workers (there is one: a rigid job's predicted end; entries of one
+    time and k are alike, so the first found is as good as the job's own)."""
+    cdef int64_t at = _rs_first_ge(r, t)
+    while r.cnt[at] != k:
+        at += 1
+    memmove(r.asc + at, r.asc + at + 1, (r.hi - at - 1) * sizeof(double))
+    memmove(r.cnt + at, r.cnt + at + 1, (r.hi - at - 1) * sizeof(int64_t))
+    r.hi -= 1

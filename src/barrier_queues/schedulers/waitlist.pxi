@@ -119,6 +119,10 @@ cdef struct Wait:
     double* trace_start                       # per draw: its start
     double* trace_end                         # per draw: its end
     Failures f                                # failures (barrier_queues.failures): their own state
+    # rigid jobs (a trace's: a job's k tasks hold their workers for its one draw, times[toff[j]])
+    bint rigid                                # the jobs are rigid: one release entry (end, job) per job
+    const double* pred                        # rigid: each job's predicted runtime (backfill's; >= its draw)
+    bint batch                                # one decision per instant: its releases and arrivals all first
 
 
 
@@ -222,6 +226,8 @@ cdef double _bt_key(Wait* q, int64_t j) noexcept nogil:
     or its longest task, 1 barrier; a non-barrier job: its next task)."""
     cdef int64_t completed, i
     cdef double useful, top
+    if q.rigid:
+        return q.pred[j]
     if not q.barrier[j]:
         return _wl_next_hold(q, j)
     top = _wl_service(q, j, q.sv, &completed, &useful)
@@ -331,8 +337,38 @@ cdef inline double _wl_service(Wait* q, int64_t j, const Service* sv, int64_t* c
     return _job_service(q.times, _wl_off(q, j), q.k[j], sv, q.run, q.scratch, completed, useful)
 
 
+cdef void _wl_start_rigid(Wait* q, int64_t j, double now) noexcept nogil:
+    """Rigid job j starts: its k workers are held for its runtime r (one release entry, its end and the job),
+    under backfill its k predicted ends ``now + pred`` join the ascending array; its work is k r."""
+    cdef double r = q.times[q.toff[j]]
+    q.n_free -= q.k[j]
+    q.rs.n = _ev_push(q.rs.time, q.rs.worker, q.rs.n, now + r, j)
+    if q.rs.sorted:
+        _rs_add_group(&q.rs, now + q.pred[j], q.k[j])
+    q.start[j] = now
+    q.dep[j] = now + r
+    q.work[j] = q.k[j] * r
+    q.useful[j] = q.work[j]
+    q.completed[j] = q.k[j]
+    q.status[j] = C_STARTED
+    _wl_unlink(q, j)
+
+
+cdef inline int64_t _wl_release_rigid(Wait* q) noexcept nogil:
+    """The earliest-ending rigid job releases its workers (and its predicted ends leave the ascending array);
+    returns how many."""
+    cdef int64_t j = q.rs.worker[0]
+    q.rs.n = _ev_pop(q.rs.time, q.rs.worker, q.rs.n)
+    if q.rs.sorted:
+        _rs_remove_group(&q.rs, q.start[j] + q.pred[j], q.k[j])
+    return q.k[j]
+
+
 cdef void _wl_start_job(Wait* q, int64_t j, double now, const Service* sv) noexcept nogil:
     cdef int64_t completed, i, w
+    if q.rigid:
+        _wl_start_rigid(q, j, now)
+        return
     cdef int64_t off = _wl_off(q, j)
     cdef double useful, work = 0.0
     cdef double d = _wl_service(q, j, sv, &completed, &useful)
@@ -732,6 +768,9 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
                 if j >= 0 and q.status[j] != C_STARTED:
                     _wl_abort(q, j, now)
             released = 0
+            if q.rigid:                       # (a rigid job's k workers at once)
+                while _rs_next(&q.rs) == now:
+                    q.n_free += _wl_release_rigid(q)
             while _rs_next(&q.rs) == now:     # (with ids the free workers are a heap, else a count)
                 _ifree_push(q, _rs_pop(&q.rs))
                 released += 1
@@ -754,7 +793,9 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
                         _bk_set(q, j, _wl_next_hold(q, j))
             if q.event:
                 _wl_single(q, now, released, sv, discipline)
-            else:
+            elif q.batch and pos < nw and q.arrival[pos] == now:
+                continue                      # (one decision at this instant, after its arrivals)
+            elif not q.rigid or q.n_free >= _wl_need(q, discipline):
                 _wl_decide(q, now, sv, discipline)
         elif tick <= arr and tick <= bound and tick < INFINITY:
             now = tick                        # a revive tick: a global offer
@@ -765,6 +806,10 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
             q.status[pos] = C_WAITING
             _wl_link(q, pos)
             pos += 1
+            while q.batch and pos < nw and q.arrival[pos] == now:
+                q.status[pos] = C_WAITING
+                _wl_link(q, pos)
+                pos += 1
             _wl_decide(q, now, sv, discipline)
         else:
             return
@@ -791,6 +836,8 @@ cdef class WaitlistState:
     cdef public bint fail                     # failures on
     cdef public bint failure_ids              # failures kill running tasks by worker id (non-barrier jobs)
     cdef public double delay                  # failures: the resubmit delay D
+    cdef public bint rigid                    # rigid jobs (a trace's): one draw per job, one release per job
+    cdef public object pred                   # rigid: each window job's predicted runtime (backfill reads it)
     # state carried from chunk to chunk
     cdef public object rel_time               # pending releases: times (a heap with rel_worker, or ascending)
     cdef public object rel_worker             # pending releases: the worker each frees
@@ -806,7 +853,7 @@ cdef class WaitlistState:
     def __init__(self, int64_t servers, int64_t discipline, int64_t phases, int64_t policy, int64_t stragglers,
                  params, bint two_barrier, bint event_overhead=False, double revive=1.0, bint fail=False,
                  bint failure_ids=True, double delay=0.0, bint sorted_releases=False,
-                 int64_t backfill_list_max=32):
+                 int64_t backfill_list_max=32, bint rigid=False):
         if not (discipline == C_FCFS or discipline == C_FIRST_FIT or discipline == C_BACKFILL
                 or discipline == C_SERVER_FILLING):
             raise ValueError(f"WaitlistState: unknown discipline code {discipline} (a discipline without a "
@@ -816,6 +863,10 @@ cdef class WaitlistState:
         self.two_barrier, self.event_overhead, self.revive, self.phase = two_barrier, event_overhead, revive, 0.0
         self.sorted_releases, self.backfill_list_max = sorted_releases, backfill_list_max
         self.fail, self.failure_ids, self.delay = fail, failure_ids, delay
+        if rigid and (fail or event_overhead or not two_barrier):
+            raise ValueError("WaitlistState: rigid jobs hold their workers for one runtime (2 barriers), without "
+                             "failures or Spark's offers")
+        self.rigid, self.pred = rigid, None
         self.rel_time, self.rel_worker = np.zeros(servers), np.zeros(servers, dtype=np.int64)
         self.free_ids = np.arange(servers, dtype=np.int64)
         self.heap_state = np.array([0, servers, 0, 0], dtype=np.int64)
@@ -909,6 +960,7 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
         ujob, utoff, unatt, uab = units["ujob"], units["utoff"], units["unatt"], units["uab"]
         ucur, unext, urun = units["ucur"], units["unext"], units["urun"]
     cdef Service sv = _service(phases, policy, stragglers, params)
+    cdef const double[::1] pred = None
     cdef int64_t nw = arrival.shape[0]
     cdef int64_t nclass = creq.shape[0]
     cdef int64_t s = free_ids.shape[0]
@@ -991,10 +1043,30 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
         q.f.unit_end = &urun[0] if urun is not None and urun.shape[0] else NULL
     q.f.n_abort = heap_state[3] if q.f.on else 0
     q.ids = q.do_trace or (q.f.on and failure_ids and not sorted_releases)
+    q.rigid = st.rigid
+    q.batch = discipline == C_SERVER_FILLING      # (its choice among jobs arrived at one instant needs them all)
+    q.pred = NULL
+    if q.rigid:
+        if q.do_trace or heap_state[0] or times.shape[0] < nw:
+            raise ValueError("run_waitlist: rigid jobs run in one drained call, one draw per job, without a trace")
+        if q.srt:
+            pred = st.pred
+            if pred.shape[0] != nw:
+                raise ValueError("run_waitlist: rigid jobs under backfill need one predicted runtime per job")
+            q.pred = &pred[0] if nw else NULL
     # the release set: a heap with worker ids (or without sorted_releases), an ascending array of times alone
     # without them; backfill keeps the ascending array beside the heap
-    _rs_open(&q.rs, not (sorted_releases and not q.ids), q.srt or (sorted_releases and not q.ids), &rel_time[0],
+    _rs_open(&q.rs, q.rigid or not (sorted_releases and not q.ids),
+             q.srt or (sorted_releases and not q.ids and not q.rigid), &rel_time[0],
              &rel_worker[0], heap_state[0], buffers + 2 * kmax, s)
+    cdef int64_t* groups = NULL
+    if q.rigid and q.srt:                         # (the predicted ends' workers: one entry per running job)
+        groups = <int64_t*> malloc((s + 1) * sizeof(int64_t))
+        if groups == NULL:
+            free(links)
+            free(buffers)
+            raise MemoryError("the waiting-list kernel could not allocate its buffers")
+        q.rs.cnt = groups
     q.sv = &sv
     cdef int64_t* bint_buf = NULL
     cdef double* btree = NULL
@@ -1056,6 +1128,7 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
     free(buffers)
     free(bint_buf)
     free(btree)
+    free(groups)
 
 
 def compact_runs(double[::1] values, const int64_t[::1] starts, const int64_t[::1] sizes):

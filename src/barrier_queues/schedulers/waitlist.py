@@ -182,7 +182,7 @@ class _Window:
     #: window keeps (twice the most kept so far above: :meth:`_prebuild`)
     ROOMS = (1024, 4096, 16384)
 
-    def __init__(self, system, discipline: int):
+    def __init__(self, system, discipline: int, rigid: bool = False):
         self.system = system
         self.ks, self.creq = classes(system)
         self.rows = None                                     # the jobs (set by the first chunk: see FIELDS)
@@ -200,7 +200,8 @@ class _Window:
             system.servers, discipline, system.phases, policy, stragglers, params, system.barriers == 2,
             event_overhead=system.overhead == "event", revive=system.revive_interval or 1.0, fail=self.fail,
             failure_ids=self.kills, delay=system.resubmit_delay if self.fail else 0.0,
-            sorted_releases=releases_in_array(system, discipline), backfill_list_max=BACKFILL_LIST_MAX)
+            sorted_releases=releases_in_array(system, discipline), backfill_list_max=BACKFILL_LIST_MAX,
+            rigid=rigid)
         # (read by the kernel only; with barrier jobs only, each unit is a job and the kernel reads its job alone)
         self.units = None                                    # with failures, the units (set by the first chunk)
         self.unit_dtypes = self.UNIT_FIELDS if self.kills else {"ujob": np.int64}
@@ -618,9 +619,15 @@ def failure_stream(rng: np.random.Generator) -> np.random.Generator:
 
 def run_inputs(system, inputs: dict, phase: float = 0.0, discipline: str | None = None) -> dict:
     """The kernel on given inputs (one chunk, drained): per-job arrays. With failures the inputs carry the
-    attempts (:func:`barrier_queues.failures.attempts`)."""
-    window = _Window(system, discipline_code(discipline or system.scheduling))
+    attempts (:func:`barrier_queues.failures.attempts`). Rigid jobs (a trace's: ``inputs["rigid"]``, 2
+    barriers) have one draw each, the runtime all their k tasks hold their workers for (``offsets`` 0, 1, 2,
+    ...), and ``inputs["predicted"]``, the runtimes backfill predicts (each at least the job's own): the kernel
+    keeps one release per job instead of k (the same results as k equal draws: tested)."""
+    rigid = bool(inputs.get("rigid", False))
+    window = _Window(system, discipline_code(discipline or system.scheduling), rigid=rigid)
     window.state.phase = phase
+    if rigid:
+        window.state.pred = np.ascontiguousarray(inputs["predicted"], dtype=float)
     keys = ("arrival", "tasks", "barrier", "offsets", "times")
     if window.fail:
         keys += ("toff", "holds", "attempts", "aborted", "useful", "unit_attempts", "unit_aborted", "unit_toff",
@@ -635,8 +642,10 @@ def run_inputs(system, inputs: dict, phase: float = 0.0, discipline: str | None 
     return result
 
 
-def reference(system, inputs: dict, phase: float = 0.0, trace: bool = False, discipline: str | None = None):
-    """:func:`simulate_waitlist_reference` for a system and its inputs (with failures, from the raw draws)."""
+def reference(system, inputs: dict, phase: float = 0.0, trace: bool = False, discipline: str | None = None,
+              predictions=None):
+    """:func:`simulate_waitlist_reference` for a system and its inputs (with failures, from the raw draws;
+    ``predictions``: backfill's predicted hold per job, a trace's requested times)."""
     fail = None
     if failures.enabled(system):
         fail = {"clocks": inputs["clocks"], "fresh": inputs["fresh"], "unit_attempts": inputs["unit_attempts"],
@@ -649,7 +658,7 @@ def reference(system, inputs: dict, phase: float = 0.0, trace: bool = False, dis
                                        trace=trace, service_fn=reference_service(system),
                                        event_overhead=system.overhead == "event",
                                        revive=system.revive_interval or 1.0, phase=phase, failures=fail,
-                                       **reference_rule(system))
+                                       predictions=predictions, **reference_rule(system))
 
 
 def _validate(system, set_) -> None:
@@ -666,7 +675,7 @@ def _validate(system, set_) -> None:
         bad = [int(k) for k in system.ks if k & (k - 1) or system.servers % k]
         if bad:
             raise ParameterError(f"scheduling 'server-filling' needs every k a power of two dividing servers = "
-                                 f"{system.servers} (got k = {bad})")
+                                 f"{system.servers} (got k = {bad[:5]}{' ...' if len(bad) > 5 else ''})")
 
 
 def _guard(system, jobs: int, saturated: bool) -> None:

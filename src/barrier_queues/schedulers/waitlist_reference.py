@@ -22,6 +22,14 @@ releases come first. With ``F`` free workers a decision runs the discipline:
 * ``server-filling`` (2 barriers, every k a power of two dividing s): take the
   shortest prefix of the waiting jobs whose k sum to at least s (or all);
   start its jobs in decreasing k, ties in arrival order, while they fit.
+  Its decision points are the instants: every release and every arrival of
+  an instant come first, then one decision (its choice among jobs that
+  arrive together needs them all).
+
+``predictions`` (a trace's requested times, for backfill): each job's
+predicted hold replaces its true one in backfill's test, and ``t_H`` and
+``x`` count the running jobs' workers at their predicted ends (start plus
+prediction); a job still holds its workers for its true time.
 
 Free workers are taken lowest index first (a heap of free worker ids).
 
@@ -78,6 +86,8 @@ class _Waitlist:
         self.retries = []
         self.aborts = []
         self.running = {}
+        self.predictions = None
+        self.predicted = {}
 
     def run_of(self, j):
         """One job's service (a function of its draws: computed once); with failures, its current attempt."""
@@ -234,6 +244,8 @@ class _Waitlist:
         work = 0.0
         for i, busy in enumerate(occupied):
             w = heapq.heappop(self.free)
+            if self.predictions is not None:
+                self.predicted[w] = now + self.predictions[j]
             work += busy
             heapq.heappush(self.releases, (now + (cut if self.two_barrier else busy), w))
             t = self.offsets[j] + i
@@ -292,7 +304,8 @@ class _Waitlist:
         head = self.fcfs(now)
         if head is None or not self.barrier[head] or not self.free:
             return
-        ordered = sorted(t for t, _ in self.releases)
+        ordered = sorted(t for t, _ in self.releases) if self.predictions is None else sorted(
+            self.predicted[w] for _, w in self.releases)
         t_h = ordered[self.tasks[head] - len(self.free) - 1]
         spare = len(self.free) + sum(1 for t in ordered if t <= t_h) - self.tasks[head]
         if self.reservations is not None:
@@ -305,6 +318,8 @@ class _Waitlist:
                 if k > len(self.free):
                     continue
                 cut, _, _, occupied = self.run_of(j)
+                if self.predictions is not None:
+                    cut = self.predictions[j]
                 if now + (cut if self.two_barrier else max(occupied)) <= t_h:
                     self.start_job(j, now)
                 elif k <= spare:
@@ -380,7 +395,8 @@ def job_attempts(first, clocks, fresh, k, fail):
 def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, discipline: str = "fcfs",
                                 two_barrier: bool = False, trace: bool = False, service_fn=None,
                                 reservations: list | None = None, event_overhead: bool = False,
-                                revive: float = 1.0, phase: float = 0.0, failures: dict | None = None, **rule):
+                                revive: float = 1.0, phase: float = 0.0, failures: dict | None = None,
+                                predictions=None, **rule):
     """Per-job lists ``start`` (of the job's last task), ``departure``, ``work``, ``useful``, ``completed``
     (and with ``trace`` per-draw ``worker``, ``start``, ``end`` for each job's first ``k`` draws).
     ``reservations``, if given, receives each backfill reservation ``(H, t_H)``.
@@ -394,12 +410,16 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
     :func:`barrier_queues.failures.attempts`), ``max_attempts``, ``delay``, ``restart``, ``identical`` (a retry
     redoes the first attempt's work), ``tau`` and ``delta`` (checkpoints) and ``attempt``: the failure model's
     plain function of one attempt (``FailureModel.attempt``); each unit's attempts are recomputed here from the
-    draws and must be as many as the inputs say."""
+    draws and must be as many as the inputs say. ``predictions``: per job, the hold backfill predicts (module
+    docstring)."""
     one_job = service_fn or (lambda draws, k: service(draws, k, **service_args(rule)))
     q = _Waitlist(arrivals, tasks, barrier, times, servers, two_barrier, one_job, rule.get("phases", 1),
                   reservations)
     if failures is not None:
         q.setup_failures(failures, times)
+    if predictions is not None:
+        q.predictions = [float(p) for p in predictions]
+    batch = discipline == "server-filling"
     builtin = {"fcfs": q.fcfs, "first-fit": q.first_fit, "backfill": q.backfill, "server-filling": q.server_filling}
     decide = builtin[discipline] if discipline in builtin else functools.partial(DECIDE[discipline], q)
     n, i, now, tick_n = len(q.arrivals), 0, -math.inf, 0.0
@@ -424,7 +444,7 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
                 q.due(heapq.heappop(q.retries)[1])
             if event_overhead:
                 q.single(now, released, discipline)
-            else:
+            elif not (batch and i < n and q.arrivals[i] == now):
                 decide(now)
         elif tick <= arr and tick < math.inf:
             now = tick
@@ -434,6 +454,9 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
             now = arr
             q.waiting.append(i)
             i += 1
+            while batch and i < n and q.arrivals[i] == now:
+                q.waiting.append(i)
+                i += 1
             decide(now)
     if failures is not None:
         q.res["attempts"] = list(q.job_attempts)
