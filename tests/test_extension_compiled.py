@@ -1,7 +1,7 @@
 """The extension guide's compiled discipline, built for real: a copy of the package gets the guide's edits of
 ``waitlist.pxi`` (a discipline "largest-first"), its kernels are compiled, and in a fresh process the
 discipline is offered with its plain reference (``waitlist.add_discipline``), equals that reference job by
-job (with and without failures, across chunks) and meets the disciplines' oracle (one k: fcfs's jobs, bit
+job (with and without failures, across chunks, and replaying a small trace) and meets the disciplines' oracle (one k: fcfs's jobs, bit
 for bit). The guide shows exactly these snippets (checked here)."""
 
 import os
@@ -109,6 +109,24 @@ assert np.array_equal(a["start"], b["start"])
 # the public path: a simulation of many chunks, and the size class that starves under it
 res = bq.simulate(mixed.replace(arrival_rate=0.3), jobs=30_000, replications=2, seed=6).summary()
 print("waiting", res["mean_waiting"], "stable", res["stable"])
+# a recorded log under the new discipline, written nowhere else: the room's one release per rigid job against
+# the reference's k equal task times, and the public replay
+import pandas as pd
+from barrier_queues.replay import replay, trace_system
+from barrier_queues.traces import Trace
+
+rng = np.random.default_rng(7)
+n = 400
+log = pd.DataFrame({"job_id": np.arange(1, n + 1), "submit": np.sort(np.round(rng.exponential(0.6, n).cumsum(), 1)),
+                    "tasks": rng.integers(1, 17, n), "runtime": np.round(rng.exponential(2.0, n), 1) + 0.1,
+                    "barrier": True, "estimate": np.nan})
+trace = Trace(log, "small", "test", 16)
+system = trace_system(trace, scheduling="largest-first")
+kernel = waitlist.run_inputs(system, system.trace.inputs())
+assert np.array_equal(kernel["start"], waitlist.reference(system, system.trace.expanded_inputs())["start"])
+replayed = replay(trace, scheduling="largest-first")
+assert np.array_equal(replayed.jobs.start.to_numpy(), kernel["start"])
+print("trace", replayed.metrics()["jobs"], replayed.metrics()["mean_waiting"])
 try:
     bq.BarrierSystem(servers=16, tasks=4, scheduling="smallest-first")
 except bq.ParameterError as exc:
@@ -163,5 +181,5 @@ def test_a_compiled_discipline_added_as_the_guide_says(tmp_path):
     run = subprocess.run([sys.executable, "-c", REFERENCE + CHECK, str(tmp_path)], cwd=tmp_path,
                          capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "waiting" in run.stdout
+    assert "waiting" in run.stdout and "trace 400 " in run.stdout
     assert "refused: scheduling must be one of" in run.stdout and "largest-first" in run.stdout
