@@ -1,8 +1,8 @@
 """The extension guide's compiled discipline, built for real: a copy of the package gets the guide's edits of
 ``waitlist.pxi`` (a discipline "largest-first"), its kernels are compiled, and in a fresh process the
 discipline is offered with its plain reference (``waitlist.add_discipline``), equals that reference job by
-job (with and without failures, across chunks, and replaying a small trace) and meets the disciplines' oracle (one k: fcfs's jobs, bit
-for bit). The guide shows exactly these snippets (checked here)."""
+job (with and without failures, across chunks, and replaying a small trace) and meets the disciplines'
+oracle (one k: fcfs's jobs, bit for bit). The guide shows exactly these snippets (checked here)."""
 
 import os
 import shutil

@@ -246,3 +246,37 @@ def test_the_load_as_a_utilization_and_one_replication_on_the_command_line():
     assert "nan" not in text and "an interval needs 2 or more replications" in text
     both = subprocess.run(cli + ["--utilization", "0.3", "--arrival-rate", "0.1"], capture_output=True, text=True)
     assert both.returncode == 2 and "one of --arrival-rate and --utilization" in both.stderr
+
+
+def test_the_policies_are_one_registry_that_the_kernel_and_the_chain_name_exactly():
+    from barrier_queues import moldable_ctmc, moldable_policies
+    from barrier_queues.kernels import kernels_module
+
+    assert set(kernels_module().MOLDABLE_POLICIES) == set(moldable_policies.names())
+    assert set(moldable_ctmc.CTMC_POLICIES) == set(moldable_policies.names())
+
+
+def test_a_policy_added_to_the_registry_runs_as_its_plain_rule_and_is_refused_where_it_has_no_code():
+    """The extension path: a policy registered with its plain rule alone runs in the reference simulator (here
+    'half', take-fraction's rule at f = 1/2 written again, so the compiled take-fraction at 0.5 is its oracle,
+    job by job); the compiled kernel and the exact chain, which have no code for it, refuse it by name."""
+    import math
+
+    from barrier_queues import moldable_ctmc, moldable_policies
+    from barrier_queues.moldable import simulate_moldable
+
+    moldable_policies.register(moldable_policies.MoldablePolicy(
+        "half", "half of the free workers", None,
+        lambda free, servers, k, value, u, wait: 1 if free == 1 else max(1, math.ceil(free * 0.5))))
+    try:
+        common = {"servers": 8, "tasks": 4, "arrival_rate": 0.8, "jobs": 3000, "replications": 2, "seed": 4}
+        mine = simulate_moldable(policy="half", compiled=False, **common)
+        oracle = simulate_moldable(policy="take-fraction", take_fraction=0.5, **common)
+        for key in ("mean_waiting", "mean_sojourn", "mean_workers"):
+            assert mine[key] == oracle[key], key
+        with pytest.raises(bq.ParameterError, match="no compiled code"):
+            simulate_moldable(policy="half", **common)
+        with pytest.raises(bq.ParameterError, match="exact chain"):
+            moldable_ctmc.moldable_ctmc(4, 2, 0.5, "half")
+    finally:
+        del moldable_policies.POLICIES["half"]

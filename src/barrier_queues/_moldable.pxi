@@ -55,10 +55,11 @@ cdef double _mold_height(int64_t h, double x) noexcept nogil:
 
 
 def moldable_kernel(const double[::1] arrivals, int64_t k, const double[::1] times, int64_t servers,
-                    int64_t policy, double take_fraction, const double[::1] uniforms, int64_t wait,
+                    int64_t policy, double option, const double[::1] uniforms, int64_t wait,
                     bint two_barrier, double mu, double[::1] start, double[::1] departure, int64_t[::1] workers):
     """One sample path of moldable jobs (see barrier_queues.moldable): per job its start, departure and
-    workers, written into the output arrays (n jobs, k tasks each, ``times`` job-major)."""
+    workers, written into the output arrays (n jobs, k tasks each, ``times`` job-major). ``option``: the value
+    of the policy's option (take-fraction's share f, fixed's requirement n; unread by the others)."""
     cdef int64_t n = arrivals.shape[0]
     if times.shape[0] != n * k or uniforms.shape[0] != n or start.shape[0] != n or departure.shape[0] != n \
             or workers.shape[0] != n:
@@ -92,7 +93,7 @@ def moldable_kernel(const double[::1] arrivals, int64_t k, const double[::1] tim
         free(dbls)
         raise MemoryError("moldable_kernel: no memory for its state")
     cdef int64_t n_free = 0, n_ev = 0, nbusy = 0, btail = -1, bhead = -1
-    cdef int64_t head = 0, i = 0, w, j, want, m, slot, c, need, free_count, least
+    cdef int64_t head = 0, i = 0, w, j, want, m, slot, c, need, free_count, fewest_left, total_left
     cdef double now, t_event, t_arrival, share, speedup, expect, acc
     with nogil:
         for w in range(s):
@@ -141,7 +142,7 @@ def moldable_kernel(const double[::1] arrivals, int64_t k, const double[::1] tim
             while head < i and n_free > 0:
                 free_count = n_free
                 if policy == MOLD_TAKE_FRACTION or policy == MOLD_TAKE_RANDOM:
-                    share = take_fraction if policy == MOLD_TAKE_FRACTION else uniforms[head]
+                    share = option if policy == MOLD_TAKE_FRACTION else uniforms[head]
                     if free_count == 1:
                         want = 1
                     else:
@@ -155,8 +156,8 @@ def moldable_kernel(const double[::1] arrivals, int64_t k, const double[::1] tim
                     if need > k:
                         need = k
                     want = need if free_count >= need else 0
-                elif policy == MOLD_FIXED:                 # (the requirement comes as take_fraction)
-                    need = <int64_t> take_fraction
+                elif policy == MOLD_FIXED:
+                    need = <int64_t> option
                     if need > k:
                         need = k
                     want = need if free_count >= need else 0
@@ -165,20 +166,20 @@ def moldable_kernel(const double[::1] arrivals, int64_t k, const double[::1] tim
                     expect = 0.0
                     if nbusy > 0:
                         if wait == MOLD_WAIT_MIN:
-                            least = -1
+                            fewest_left = -1
                             w = bhead
                             while w >= 0:
-                                if least < 0 or wleft[w] < least:
-                                    least = wleft[w]
+                                if fewest_left < 0 or wleft[w] < fewest_left:
+                                    fewest_left = wleft[w]
                                 w = bnext[w]
-                            expect = <double> least
+                            expect = <double> fewest_left
                         elif wait == MOLD_WAIT_MEAN:
-                            least = 0
+                            total_left = 0
                             w = bhead
                             while w >= 0:
-                                least += wleft[w]
+                                total_left += wleft[w]
                                 w = bnext[w]
-                            expect = (<double> least) / nbusy
+                            expect = (<double> total_left) / nbusy
                         else:
                             acc = 0.0
                             w = bhead

@@ -1026,18 +1026,20 @@ def _moldable_options(p, lists: bool = False) -> None:
     def parse(one):
         return _list(one) if lists else one
 
+    from .moldable_policies import OPTIONS, POLICIES, names
+
     some = " (a comma-separated list sweeps it)" if lists else ""
-    p.add_argument("--moldable", default=None, type=parse(_choice("moldable", ("take-fraction", "take-random",
-                                                                             "take-random-all", "patience",
-                                                                             "fixed"))),
+    p.add_argument("--moldable", default=None, type=parse(_choice("moldable", names())),
                    help="moldable jobs: each takes a number of workers chosen when it reaches the head (k may "
-                        "exceed s; tasks are dealt onto the workers taken); fixed: always --requirement n" + some)
-    p.add_argument("--requirement", type=parse(_int("requirement", 1, 100_000)), default=None,
-                   help="with --moldable fixed: the workers every job needs (its k tasks dealt onto them)" + some)
-    p.add_argument("--take-fraction", type=parse(_float("take-fraction", 0, 1, open_low=True)), default=None,
-                   help="with --moldable take-fraction: the share f of the free workers a job takes" + some)
-    p.add_argument("--patience-wait", default=None, type=parse(_choice("patience-wait", ("min", "mean", "height"))),
-                   help="with --moldable patience: the estimate of the wait for one more worker (default min)" + some)
+                        "exceed s; tasks are dealt onto the workers taken): "
+                        + "; ".join(f"{m.name}: {m.help}" for m in POLICIES.values()) + some)
+    for name, option in OPTIONS.items():
+        owner = next(m.name for m in POLICIES.values() if m.option == name)
+        flag = "--" + name.replace("_", "-")
+        kind = {"flag": flag, "kind": option.kind, "low": option.low, "high": option.high,
+                "open_low": option.open_low, "choices": option.choices}
+        p.add_argument(flag, type=parse(_option_parser(kind)), default=None,
+                       help=f"with --moldable {owner}: {option.help}{some}")
 
 
 def _add_simulate(sub) -> None:

@@ -1,5 +1,7 @@
 """Moldable barrier jobs: the number of workers a job takes is chosen online (Appendix B, section 7).
 
+The policies are a registry (:mod:`barrier_queues.moldable_policies`); the list below states each.
+
 ``s`` workers and one FIFO queue. A job of ``k`` tasks (iid task times, in task order) starts on ``m = min(n,
 k)`` workers chosen when it reaches the head: it claims the ``m`` lowest-numbered free workers, its task ``i``
 goes to claimed worker ``i mod m``, and each worker runs its tasks back to back (its *composite task*). With 1
@@ -35,11 +37,14 @@ import math
 
 import numpy as np
 
+from . import moldable_policies
 from ._validation import ParameterError, check_choice, check_int
+from .moldable_policies import PATIENCE_WAITS
 from .statistics import drift, mser_truncation, t_interval
+from .system import MAX_SERVERS
 
-POLICIES = ("take-fraction", "take-random", "take-random-all", "patience", "fixed")
-PATIENCE_WAITS = ("min", "mean", "height")
+#: the policies' names (the registry's: barrier_queues.moldable_policies)
+POLICIES = moldable_policies.names()
 #: MSER-5: the warm-up is chosen over means of blocks of this many jobs
 MSER_BLOCK = 5
 #: the most task times one replication may draw (they are drawn at once: 8 bytes each)
@@ -74,15 +79,9 @@ def _expected_wait(busy: dict, wait: str, now: float, mu: float) -> float:
 
 def _workers_wanted(policy: str, free: int, servers: int, k: int, f: float | None, u: float, wait: str,
                     busy: dict, now: float, mu: float) -> int:
-    """How many workers the head takes now (0: it waits)."""
-    if policy == "take-fraction" or policy == "take-random":
-        share = f if policy == "take-fraction" else u
-        return 1 if free == 1 else max(1, math.ceil(free * share))
-    if policy == "take-random-all" or policy == "fixed":
-        need = min(k, max(1, math.ceil(servers * u)) if policy == "take-random-all" else int(f))
-        return need if free >= need else 0
-    speedup = 0.0 if free >= servers else k / free - k / (free + 1)
-    return 0 if speedup > _expected_wait(busy, wait, now, mu) else free
+    """How many workers the head takes now (0: it waits): the policy's plain rule (its registry entry)."""
+    return moldable_policies.POLICIES[policy].wanted(free, servers, k, f, u,
+                                                     lambda: _expected_wait(busy, wait, now, mu))
 
 
 def moldable_run(arrivals, tasks: int, times, servers: int, policy: str, take_fraction: float | None = None,
@@ -145,47 +144,32 @@ def moldable_run(arrivals, tasks: int, times, servers: int, policy: str, take_fr
 def moldable_compiled(arrivals, tasks: int, times, servers: int, policy: str, take_fraction: float | None = None,
                       uniforms=None, patience_wait: str = "min", two_barrier: bool = False, mu: float = 1.0,
                       requirement: int | None = None) -> dict:
-    """:func:`moldable_run` by the compiled kernel: the same arguments, numpy arrays out (the kernel reads
-    ``fixed``'s requirement in the take-fraction slot)."""
-    if policy == "fixed":
-        take_fraction = float(requirement)
+    """:func:`moldable_run` by the compiled kernel: the same arguments, numpy arrays out (the kernel reads the
+    policy's one option value: take-fraction's f or fixed's n)."""
+    option = float(requirement) if policy == "fixed" else 0.0 if take_fraction is None else float(take_fraction)
     from .kernels import kernels_module
 
     kernels = kernels_module()
+    if policy not in kernels.MOLDABLE_POLICIES:
+        raise ParameterError(f"moldable policy {policy!r} has no compiled code in the kernel's MOLDABLE_POLICIES: "
+                             "add it to _moldable.pxi and rebuild (make install), or run compiled=False")
     arrivals = np.ascontiguousarray(arrivals, dtype=float)
     n = arrivals.size
     uniforms = np.zeros(n) if uniforms is None else np.ascontiguousarray(uniforms, dtype=float)
     start, departure, workers = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
     kernels.moldable_kernel(arrivals, int(tasks), np.ascontiguousarray(times, dtype=float), int(servers),
-                            kernels.MOLDABLE_POLICIES[policy], 0.0 if take_fraction is None else float(take_fraction),
+                            kernels.MOLDABLE_POLICIES[policy], option,
                             uniforms, kernels.MOLDABLE_WAITS[patience_wait or "min"], bool(two_barrier), float(mu),
                             start, departure, workers)
     return {"start": start, "departure": departure, "workers": workers}
 
 
 def check_moldable(policy: str, take_fraction, patience_wait, requirement=None) -> tuple:
-    """The policy's options as Appendix B, section 7 allows them; one clear error otherwise. Returns
-    ``(take_fraction, patience_wait, requirement)``."""
-    check_choice("moldable", policy, POLICIES)
-    if policy == "fixed":
-        if requirement is None:
-            raise ParameterError("requirement must be given with moldable 'fixed': the workers n >= 1 every job "
-                                 "needs")
-        requirement = check_int("requirement", requirement, low=1, high=100_000)
-    elif requirement is not None:
-        raise ParameterError(f"requirement must be given only with moldable 'fixed' (got {policy!r})")
-    if policy == "take-fraction":
-        if take_fraction is None or isinstance(take_fraction, bool) or not (0 < float(take_fraction) <= 1):
-            raise ParameterError(f"take_fraction must be given with moldable 'take-fraction', 0 < f <= 1 (got "
-                                 f"{take_fraction!r})")
-        take_fraction = float(take_fraction)
-    elif take_fraction is not None:
-        raise ParameterError(f"take_fraction must be given only with moldable 'take-fraction' (got {policy!r})")
-    if policy == "patience":
-        check_choice("patience_wait", patience_wait or "min", PATIENCE_WAITS)
-    elif patience_wait not in (None, "min"):
-        raise ParameterError(f"patience_wait must be given only with moldable 'patience' (got {policy!r})")
-    return take_fraction, patience_wait or "min", requirement
+    """The policy's options as its registry entry reads them (:func:`barrier_queues.moldable_policies.
+    check_options`); one clear error otherwise. Returns ``(take_fraction, patience_wait, requirement)``."""
+    out = moldable_policies.check_options(policy, take_fraction=take_fraction, patience_wait=patience_wait,
+                                          requirement=requirement)
+    return out["take_fraction"], out["patience_wait"], out["requirement"]
 
 
 def utilization_per_rate(servers: int, tasks: int, task_dist=None) -> float:
@@ -226,8 +210,8 @@ def _checked_system(servers, tasks, policy, take_fraction, patience_wait, requir
     """The arguments simulate_moldable and saturated_moldable share, checked once: ``(take_fraction,
     patience_wait, requirement, s, k, law, jobs)``."""
     take_fraction, patience_wait, requirement = check_moldable(policy, take_fraction, patience_wait, requirement)
-    s = check_int("servers", servers, low=1, high=100_000)
-    k = check_int("tasks", tasks, low=1, high=100_000)
+    s = check_int("servers", servers, low=1, high=MAX_SERVERS, high_name=f"{MAX_SERVERS:,}")
+    k = check_int("tasks", tasks, low=1, high=MAX_SERVERS, high_name=f"{MAX_SERVERS:,}")
     check_requirement(policy, requirement, s)
     check_choice("barriers", barriers, (1, 2))
     law = _law(task_dist)
@@ -274,7 +258,7 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
         out = run(arrivals, k, times, s, policy, take_fraction, uniforms, patience_wait, barriers == 2, mu,
                   requirement)
         per.append(_replication_means(out, arrivals))
-    work_conserving = policy in ("take-fraction", "take-random") and barriers == 1
+    work_conserving = moldable_policies.POLICIES[policy].work_conserving and barriers == 1
     tests = [drift(p["series"]) for p in per]                        # every replication's waiting times
     drifting = any(t["drifting"] for t in tests)
     untested = any(not math.isfinite(t["kendall_tau"]) for t in tests)

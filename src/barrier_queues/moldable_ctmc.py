@@ -36,10 +36,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import moldable_policies
 from ._validation import ParameterError, check_choice, check_int, check_positive
 from .moldable import check_moldable, check_requirement
 
 #: policies whose decisions read only the state above (``patience`` with ``min`` or ``mean``)
+#: the policies whose exact chain is written here (_Chain._choices: a policy added to the registry has none)
 CTMC_POLICIES = ("take-fraction", "take-random", "take-random-all", "fixed", "patience")
 #: refusal threshold for the chain's states (memory guard: sparse LU of the generator)
 MAX_STATES = 400_000
@@ -245,6 +247,7 @@ def _checked_chain(servers, tasks, arrival_rate, policy, take_fraction, patience
                    requirement) -> _Chain:
     """The chain of a small moldable system, its arguments checked once for both entry points."""
     take_fraction, patience_wait, requirement = check_moldable(policy, take_fraction, patience_wait, requirement)
+    check_choice("moldable (a policy with an exact chain)", policy, CTMC_POLICIES)
     if policy == "patience" and patience_wait == "height":
         raise ParameterError("patience_wait 'height' has no exact chain here: it reads the time since each job "
                              "started, which the chain's state (tasks left per worker) does not hold; use 'min' "
@@ -271,7 +274,7 @@ def moldable_ctmc(servers: int, tasks: int, arrival_rate: float, policy: str, ta
                            requirement)
     s, k, lam, mu = chain.s, chain.k, chain.lam, chain.mu
     check_positive("rtol", rtol)
-    if policy in ("take-fraction", "take-random") and barriers == 1 and lam * k / mu >= s:
+    if moldable_policies.POLICIES[policy].work_conserving and barriers == 1 and lam * k / mu >= s:
         raise ParameterError(f"arrival_rate must be below the work-conserving limit s mu / k = {s * mu / k:g} "
                              f"(got {lam:g}): the system is unstable and has no stationary means")
     q_max = check_int("q_max", q_max, low=1, high=1_000_000)

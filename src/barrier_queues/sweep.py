@@ -864,8 +864,11 @@ def trace_sweep(trace_path, grid: dict, out, fmt: str = "csv", tau: float | None
 #: options a moldable sweep varies, in the order its grid multiplies out (the last varies fastest)
 MOLDABLE_GRID = ("servers", "tasks", "barriers", "task_dist", "arrival", "moldable", "take_fraction", "patience_wait",
                  "requirement", "arrival_rate", "utilization")
-#: the option each policy alone takes (its values multiply only that policy's points)
-_POLICY_OPTION = {"take-fraction": "take_fraction", "patience": "patience_wait", "fixed": "requirement"}
+def _policy_option() -> dict:
+    """The option each policy alone takes (its values multiply only that policy's points): the registry's."""
+    from .moldable_policies import POLICIES
+
+    return {m.name: m.option for m in POLICIES.values() if m.option is not None}
 
 
 def _moldable_points(grid: dict) -> list[dict]:
@@ -893,7 +896,8 @@ def _moldable_points(grid: dict) -> list[dict]:
                              f"{'both' if 'arrival_rate' in values else 'neither'})")
     for policy in values["moldable"]:
         check_choice("moldable", policy, POLICIES)
-    for policy, option in _POLICY_OPTION.items():
+    owned = _policy_option()
+    for policy, option in owned.items():
         if option in values and policy not in values["moldable"]:
             raise ParameterError(f"{option} applies to moldable {policy!r} only, which this grid does not list "
                                  f"(it lists {', '.join(values['moldable'])})")
@@ -902,8 +906,8 @@ def _moldable_points(grid: dict) -> list[dict]:
     points = [{}]
     for name in (n for n in MOLDABLE_GRID if n in values):      # the last named varies fastest
         points = [{**p, name: v} for p in points
-                  for v in (values[name] if name not in _POLICY_OPTION.values()
-                            or _POLICY_OPTION.get(p["moldable"]) == name else [None])]
+                  for v in (values[name] if name not in owned.values()
+                            or owned.get(p["moldable"]) == name else [None])]
     points = [{k: v for k, v in p.items() if v is not None} for p in points]
     if len(points) > MAX_POINTS:
         raise ParameterError(f"a grid must have at most {MAX_POINTS:,} points (got {len(points):,})")
