@@ -82,6 +82,11 @@ cdef struct Wait:
     int64_t* ctail                            # per class: its last waiting job
     const int64_t* creq                       # per class: free workers a start needs (k, or 1 for plain jobs)
     int64_t nclass                            # classes
+    # the classes with a waiting job, a doubly linked list (the decisions scan these, not every class: a trace
+    # has a class per k it holds, thousands, of which few have a job waiting at once)
+    int64_t* ne_next                          # per class: the next class with a waiting job (-1: none)
+    int64_t* ne_prev                          # per class: the previous one
+    int64_t ne_head                           # the first class with a waiting job (-1: none)
     int64_t head                              # first waiting job (-1: none)
     int64_t tail                              # last waiting job
     # the workers: the pending releases (releases.pxi) and the free workers
@@ -240,6 +245,26 @@ cdef double _bt_key(Wait* q, int64_t j) noexcept nogil:
     return top
 
 
+cdef inline void _ne_add(Wait* q, int64_t c) noexcept nogil:
+    """Class c has a waiting job again: at the front of the list of such classes (the decisions' choices do
+    not depend on the order they are scanned in: each picks the least job index, or a unique key)."""
+    q.ne_prev[c] = -1
+    q.ne_next[c] = q.ne_head
+    if q.ne_head >= 0:
+        q.ne_prev[q.ne_head] = c
+    q.ne_head = c
+
+
+cdef inline void _ne_remove(Wait* q, int64_t c) noexcept nogil:
+    """Class c has no waiting job left."""
+    if q.ne_prev[c] >= 0:
+        q.ne_next[q.ne_prev[c]] = q.ne_next[c]
+    else:
+        q.ne_head = q.ne_next[c]
+    if q.ne_next[c] >= 0:
+        q.ne_prev[q.ne_next[c]] = q.ne_prev[c]
+
+
 cdef inline void _wl_link(Wait* q, int64_t j) noexcept nogil:
     cdef int64_t c = q.cls[j]
     if q.srt:
@@ -257,6 +282,7 @@ cdef inline void _wl_link(Wait* q, int64_t j) noexcept nogil:
         q.cnext[q.ctail[c]] = j
     else:
         q.chead[c] = j
+        _ne_add(q, c)
     q.ctail[c] = j
     if q.srt:
         _bk_added(q, j)
@@ -282,6 +308,8 @@ cdef inline void _wl_unlink(Wait* q, int64_t j) noexcept nogil:
         q.cprev[q.cnext[j]] = q.cprev[j]
     else:
         q.ctail[c] = q.cprev[j]
+    if q.chead[c] < 0:
+        _ne_remove(q, c)
 
 
 cdef void _wl_insert(Wait* q, int64_t j) noexcept nogil:
@@ -303,6 +331,8 @@ cdef void _wl_insert(Wait* q, int64_t j) noexcept nogil:
     else:
         q.head = j
     q.prv[p] = j
+    if q.chead[c] < 0:
+        _ne_add(q, c)
     p = q.chead[c]
     while p >= 0 and p < j:
         p = q.cnext[p]
@@ -565,10 +595,13 @@ cdef int64_t _wl_fcfs(Wait* q, double now, const Service* sv) noexcept nogil:
 cdef void _wl_first_fit(Wait* q, double now, const Service* sv) noexcept nogil:
     """The walk in arrival order skipping barrier jobs that do not fit, as repeated choices of the earliest
     waiting job that fits (the same jobs, since F only shrinks): O(classes) per start."""
-    cdef int64_t c, h, best
+    cdef int64_t c, nc, h, best
     while q.n_free > 0:
         best = -1
-        for c in range(q.nclass):
+        nc = q.ne_head                       # (the classes with a waiting job)
+        while nc >= 0:
+            c = nc
+            nc = q.ne_next[c]
             h = q.chead[c]
             if h >= 0 and q.creq[c] <= q.n_free and (best < 0 or h < best):
                 best = h
@@ -588,7 +621,7 @@ cdef void _wl_backfill(Wait* q, double now, const Service* sv) noexcept nogil:
     the one the walk in arrival order would start next. Per class it is the class's first job when its k <= x,
     else the first job in its tree that finishes by t_H: O(classes log n) per start, whatever the queue."""
     cdef int64_t head = _wl_fcfs(q, now, sv)
-    cdef int64_t need, spare, c, p, cand, best
+    cdef int64_t need, spare, c, nc, p, cand, best
     cdef double t_h, limit, key, best_key
     if head < 0 or not q.barrier[head] or q.n_free == 0:
         return
@@ -600,7 +633,10 @@ cdef void _wl_backfill(Wait* q, double now, const Service* sv) noexcept nogil:
     while q.n_free > 0:
         best = -1
         best_key = 0.0
-        for c in range(q.nclass):
+        nc = q.ne_head                       # (the classes with a waiting job)
+        while nc >= 0:
+            c = nc
+            nc = q.ne_next[c]
             if q.chead[c] < 0 or q.creq[c] > q.n_free:
                 continue
             if q.creq[c] <= spare:
@@ -645,7 +681,7 @@ cdef void _wl_server_filling(Wait* q, double now, const Service* sv) noexcept no
     cdef int64_t j = q.head
     cdef int64_t total = 0
     cdef int64_t last = -1
-    cdef int64_t c, best, h
+    cdef int64_t c, nc, best, h
     while j >= 0:
         total += q.k[j]
         last = j
@@ -656,7 +692,10 @@ cdef void _wl_server_filling(Wait* q, double now, const Service* sv) noexcept no
         return
     while True:
         best = -1
-        for c in range(q.nclass):
+        nc = q.ne_head                       # (the classes with a waiting job)
+        while nc >= 0:
+            c = nc
+            nc = q.ne_next[c]
             h = q.chead[c]
             if h >= 0 and h <= last and (best < 0 or q.k[h] > q.k[best] or (q.k[h] == q.k[best] and h < best)):
                 best = h
@@ -668,7 +707,7 @@ cdef void _wl_server_filling(Wait* q, double now, const Service* sv) noexcept no
 cdef void _wl_single(Wait* q, double now, int64_t slots, const Service* sv, int64_t discipline) noexcept nogil:
     """Single-executor offers (event overhead): the ``slots`` workers released at ``now`` are offered one by
     one; only jobs that need one slot (a non-barrier job's next task, a 1-task barrier job) can use them."""
-    cdef int64_t j, c, h
+    cdef int64_t j, c, nc, h
     while slots > 0 and q.n_free > 0:
         if discipline == C_FCFS:
             j = q.head
@@ -676,7 +715,10 @@ cdef void _wl_single(Wait* q, double now, int64_t slots, const Service* sv, int6
                 return
         else:
             j = -1
-            for c in range(q.nclass):
+            nc = q.ne_head                       # (the classes with a waiting job)
+            while nc >= 0:
+                c = nc
+                nc = q.ne_next[c]
                 h = q.chead[c]
                 if h >= 0 and q.creq[c] == 1 and (q.barrier[h] == 0 or q.k[h] == 1) and (j < 0 or h < j):
                     j = h
@@ -705,13 +747,16 @@ cdef inline int64_t _wl_need(Wait* q, int64_t discipline) noexcept nogil:
     """Under fcfs, first-fit or backfill, how many free workers a decision needs to start anything: the head
     job's (fcfs: k for a barrier job, else 1) or the least of the waiting classes' (first-fit and backfill, which
     start only a job that fits); ``servers + 1`` when no job waits."""
-    cdef int64_t c, need
+    cdef int64_t c, nc, need
     if discipline == C_FCFS:
         if q.head < 0:
             return q.servers + 1
         return q.k[q.head] if q.barrier[q.head] else 1
     need = q.servers + 1
-    for c in range(q.nclass):
+    nc = q.ne_head                       # (the classes with a waiting job)
+    while nc >= 0:
+        c = nc
+        nc = q.ne_next[c]
         if q.chead[c] >= 0 and q.creq[c] < need:
             need = q.creq[c]
     return need
@@ -970,7 +1015,7 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
     for j in range(nw):
         if k[j] > kmax:
             kmax = k[j]
-    cdef int64_t* links = <int64_t*> malloc((4 * nw + 2 * nclass + kmax + 1) * sizeof(int64_t))
+    cdef int64_t* links = <int64_t*> malloc((4 * nw + 4 * nclass + kmax + 1) * sizeof(int64_t))
     cdef double* buffers = <double*> malloc((2 * kmax + 2 * s + 1) * sizeof(double))
     if links == NULL or buffers == NULL:
         free(links)
@@ -995,6 +1040,9 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
     q.cprev = links + 3 * nw
     q.chead = links + 4 * nw
     q.ctail = links + 4 * nw + nclass
+    q.ne_next = links + 4 * nw + 2 * nclass + kmax + 1
+    q.ne_prev = q.ne_next + nclass
+    q.ne_head = -1
     for j in range(nclass):
         q.chead[j] = -1
         q.ctail[j] = -1
