@@ -6,7 +6,7 @@ discipline: the median wall time of ``barrier-queues replay LOG --scheduling D``
 runs; most of it is the interpreter's start and the imports), the median of :func:`barrier_queues.replay.replay`
 in this process (the trace already read: the scheduler room's kernel), and with ``--reference`` one in-process
 run of the room's plain reference (:func:`barrier_queues.schedulers.waitlist.reference`, which holds one release
-per worker: minutes on LANL-CM5) on the same jobs, whose starts must equal the kernel's (checked). Then a
+per worker: about 20 s a rule on LANL-CM5) on the same jobs, whose starts must equal the kernel's (checked). Then a
 synthetic trace of ``--jobs`` rigid jobs (widths 1 to 4,096,
 exponential runtimes, load 0.85) on 10,000 workers, written as a CSV and replayed as a new process, with the
 process's peak memory (``ru_maxrss`` of the child) beside the CSV's size. Prints markdown tables. (pyss, the
@@ -106,7 +106,8 @@ def main() -> int:
     parser.add_argument("--logs", nargs="+", default=["KTH-SP2", "LANL-CM5"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=1_000_000)
-    parser.add_argument("--reference", action="store_true", help="also run the plain reference (minutes)")
+    parser.add_argument("--reference", action="store_true",
+                        help="also run the plain reference (about 20 s a rule on LANL-CM5)")
     args = parser.parse_args()
     try:
         folder = trace_folder(args.traces)
