@@ -1,9 +1,9 @@
 """Brent's root finder and minimiser on an interval, in plain Python.
 
 The bounds answer one question in a fraction of a second, and importing
-``scipy.optimize`` alone takes about 0.8 s (it pulls in scipy.linalg,
-scipy.sparse and scipy.fft): three times a whole ``barrier-queues bound``
-answer. These two classic algorithms (R. P. Brent, *Algorithms for
+``scipy.optimize`` pulls in scipy.linalg, scipy.sparse and scipy.fft, which
+took several times a whole ``barrier-queues bound`` answer (timings:
+CHANGELOG). These two classic algorithms (R. P. Brent, *Algorithms for
 Minimization without Derivatives*, 1973, chapters 4 and 5) are all the
 bounds need; the tests check them against ``scipy.optimize.brentq`` and
 ``scipy.optimize.minimize_scalar(method="bounded")`` on the bounds' own

@@ -84,12 +84,6 @@ def check_master(master: str, allowed: str = "local[N], local-cluster[N,C,MB] or
     return master
 
 
-def backend_from_environment() -> tuple[str, str | None]:
-    """``(backend, master)`` from ``SWEEP_BACKEND`` and ``SPARK_MASTER`` (default: local)."""
-    b = resolve(None)
-    return b.name, b.master
-
-
 # --------------------------------------------------------------------------------------------------
 # this machine
 
@@ -415,5 +409,5 @@ class StandaloneCluster:
         self.stop()
 
 
-__all__ = ["BACKENDS", "Backend", "StandaloneCluster", "backend_from_environment", "check_master_reachable",
+__all__ = ["BACKENDS", "Backend", "StandaloneCluster", "check_master_reachable",
            "driver_host", "java_version", "pool_map", "resolve", "spark_map", "spark_session"]

@@ -696,11 +696,6 @@ def _sweep(args) -> dict:
             "rows": table.to_dict(orient="records") if args.json else None, "_table": table}
 
 
-#: the system options a moldable sweep takes (Appendix B, section 7: the rest are refused)
-MOLDABLE_SWEEP_OPTIONS = ("servers", "tasks", "barriers", "task_dist", "task_rate", "arrival", "arrival_rate",
-                          "utilization")
-
-
 def _refused_run_flags(args, kept=()) -> list[str]:
     """The sweep's run options given away from their defaults, outside ``kept``."""
     return [flag for flag, value, default in (("--jobs", args.jobs, 100_000),
@@ -715,10 +710,11 @@ def _refused_run_flags(args, kept=()) -> list[str]:
 
 
 def _moldable_sweep(args) -> dict:
-    from .sweep import moldable_sweep
+    from .sweep import MOLDABLE_GRID, moldable_sweep
 
+    # the system options a moldable sweep takes are its grid's (and --task-rate, read as an exponential law)
     given = [flag for flag, (dest, _, _) in _system_options().items()
-             if getattr(args, dest) is not None and dest not in MOLDABLE_SWEEP_OPTIONS]
+             if getattr(args, dest) is not None and dest not in (*MOLDABLE_GRID, "task_rate")]
     given += _refused_run_flags(args, kept=("--jobs", "--replications"))
     given += [flag for flag, value in (("--estimates", args.estimates), ("--load-scale", args.load_scale),
                                        ("--bsld-tau", args.bsld_tau), ("--trim", args.trim or None))
@@ -743,15 +739,12 @@ def _moldable_sweep(args) -> dict:
             "rows": table.to_dict(orient="records") if args.json else None, "_table": table}
 
 
-#: the sweep options a trace sweep takes (the trace sets everything else)
-TRACE_SWEEP_OPTIONS = ("servers", "scheduling", "failure_rate", "max_attempts", "resubmit_delay")
-
-
 def _trace_sweep(args) -> dict:
     from .sweep import trace_sweep
 
+    # the system options a trace sweep takes are the fields a replay reads (the trace sets everything else)
     given = [flag for flag, (dest, _, _) in _system_options().items()
-             if getattr(args, dest) is not None and dest not in TRACE_SWEEP_OPTIONS]
+             if getattr(args, dest) is not None and dest not in REPLAY_FIELDS]
     given += _refused_run_flags(args)
     given += [flag for flag, value in (("--moldable", args.moldable), ("--take-fraction", args.take_fraction),
                                        ("--patience-wait", args.patience_wait), ("--requirement", args.requirement))

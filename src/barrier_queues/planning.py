@@ -20,7 +20,7 @@ from .simulate import simulate, simulate_many
 from .statistics import QUANTILES
 from .system import BarrierSystem
 
-#: plan answers within seconds up to this many servers (about 10 s at 10^5) and refuses beyond
+#: plan answers within seconds up to this many servers (timings: CHANGELOG) and refuses beyond
 PLAN_MAX_SERVERS = 100_000
 #: plan evaluates every k up to this many servers, a logarithmic grid plus refinement beyond
 PLAN_ALL_K = 128
@@ -146,7 +146,7 @@ def plan(servers: int, utilization: float, epsilon: float = 0.01, barriers: int 
     import pandas as pd
 
     servers = BarrierSystem(servers=servers, tasks=1, arrival_rate=1.0).servers       # validates servers
-    if servers > PLAN_MAX_SERVERS:                       # a size guard before any work (about 0.1 s a k at 10^6)
+    if servers > PLAN_MAX_SERVERS:                       # a size guard before any work (each k's bound grows with s)
         raise ParameterError(f"servers must be at most {PLAN_MAX_SERVERS:,} for plan (got {servers:,}): each "
                              "candidate k costs one bound, whose set-up grows with s; call bounds.bound for a "
                              "few k directly")

@@ -39,7 +39,7 @@ METHODS = ("auto", "closed-form", "ctmc", "order-statistics", "quadrature", "mon
 MAX_STATES = 12_000_000
 #: known_limit uses the CTMC only up to this many feasible states (a quick answer before a simulation)
 QUICK_CTMC_STATES = 300_000
-#: the failure chain is enumerated state by state in Python: the guard uses it up to this size (about 0.1 s)
+#: the failure chain is enumerated state by state in Python: the guard uses it up to this size (timing: CHANGELOG)
 FAILURE_CTMC_STATES = 5_000
 
 
@@ -329,7 +329,7 @@ def estimated_limit(system: BarrierSystem) -> tuple[float, str, tuple[float, flo
     """A Monte Carlo estimate of the maximum stable arrival rate, its method and 95 % interval, or None.
 
     For the systems whose limit :func:`known_limit` leaves open but whose job
-    law without queueing is simulated quickly (about 0.3 s): 2-barrier jobs
+    law without queueing is simulated in a fraction of a second (CHANGELOG): 2-barrier jobs
     with the knee release or with phases and Spark's polling ``barrier()``,
     pure barrier, fixed k, central queue, no overhead model. The simulator
     uses it to refuse a load clearly beyond the limit and to say when a load

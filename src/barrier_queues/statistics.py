@@ -109,8 +109,8 @@ def t_quantile(level: float, dof: int) -> float:
     """The ``t`` with ``P(|T| <= t) = level`` (two-sided ``level`` interval) for ``dof`` degrees of freedom.
 
     Written here rather than taken from scipy because importing
-    ``scipy.special`` costs about 0.14 s, a third of a whole 2-million-job
-    ``simulate`` command, whose intervals need nothing else from scipy:
+    ``scipy.special`` cost a third of a whole 2-million-job ``simulate``
+    command (CHANGELOG), whose intervals need nothing else from scipy:
     :func:`t_central`'s closed form, inverted in ``theta`` by Brent's method
     (:mod:`barrier_queues._solvers`); the tests check it against
     ``scipy.special.stdtrit`` to 1e-12. Above

@@ -716,12 +716,5 @@ def add_discipline(name: str, decide) -> None:
     object.__setattr__(SCHEDULER, "disciplines", (*SCHEDULER.disciplines, name))
 
 
-def remove_discipline(name: str) -> None:
-    """Take back a discipline added by :func:`add_discipline`."""
-    from .waitlist_reference import DECIDE
-
-    DECIDE.pop(name, None)
-    object.__setattr__(SCHEDULER, "disciplines", tuple(d for d in SCHEDULER.disciplines if d != name))
-
 __all__ = ["DISCIPLINES", "SCHEDULER", "add_discipline", "classes", "discipline_code", "failure_stream", "reference",
-           "remove_discipline", "run", "run_inputs"]
+           "run", "run_inputs"]
