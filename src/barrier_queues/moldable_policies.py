@@ -7,16 +7,14 @@ policy reads it here: the plain reference (:func:`barrier_queues.moldable.moldab
 name exactly these: tested), the option checks, the command line's ``--moldable`` and its options, the sweep's
 grid and the exact chain's list. A policy reads at most one option of :data:`OPTIONS`.
 
-==================  ==================================================================================
-policy              the workers ``n`` the head takes (0: it waits)
-==================  ==================================================================================
-``take-fraction``   ``n = 1`` if ``F = 1``, else ``max(1, ceil(F f))`` (``f``: ``take_fraction``)
-``take-random``     the same with a fresh ``U ~ Uniform[0, 1)`` per started job in place of ``f``
-``take-random-all`` each job's requirement ``min(k, max(1, ceil(s U)))``; it starts when ``F`` reaches it
-``fixed``           every job needs ``min(k, n)`` (``n``: ``requirement``; ``n = k``: the paper's system)
-``patience``        ``F``, unless one more worker's speed-up ``k/F - k/(F+1)`` beats the expected wait ``E``
-                    for it (``patience_wait``: ``min``, ``mean`` or ``height``; ``F = s``: no speed-up)
-==================  ==================================================================================
+The policies and the workers ``n`` the head takes (0: it waits):
+
+* ``take-fraction``: ``n = 1`` if ``F = 1``, else ``max(1, ceil(F f))`` (``f``: ``take_fraction``);
+* ``take-random``: the same with a fresh ``U ~ Uniform[0, 1)`` per started job in place of ``f``;
+* ``take-random-all``: each job's requirement ``min(k, max(1, ceil(s U)))``; it starts when ``F`` reaches it;
+* ``fixed``: every job needs ``min(k, n)`` (``n``: ``requirement``; ``n = k``: the paper's system);
+* ``patience``: ``F``, unless one more worker's speed-up ``k/F - k/(F+1)`` beats the expected wait ``E`` for it
+  (``patience_wait``: ``min``, ``mean`` or ``height``; ``F = s``: no speed-up).
 """
 
 from __future__ import annotations
