@@ -137,12 +137,12 @@ def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", e
         runtime = (jobs.runtime.to_numpy() if work.rigid
                    else np.asarray(out["departure"], dtype=float) - np.asarray(out["start"], dtype=float))
         job_work = work.work
-    # a job's start is that of its last task (the paper's waiting time: until the last task starts)
-    start = np.asarray(out["start"], dtype=float)
-    table = pd.DataFrame({"job_id": jobs.job_id.to_numpy(), "submit": jobs.submit.to_numpy(), "start": start,
-                          "end": start + runtime if work.rigid and fail is None else np.asarray(out["departure"],
-                                                                                                  dtype=float),
-                          "tasks": work.tasks, "runtime": runtime, "work": job_work})
+    # a job's start is that of its last task (the paper's waiting time: until the last task starts); its end is
+    # the room's departure (a rigid job's: start + runtime, the same double)
+    table = pd.DataFrame({"job_id": jobs.job_id.to_numpy(), "submit": jobs.submit.to_numpy(),
+                          "start": np.asarray(out["start"], dtype=float),
+                          "end": np.asarray(out["departure"], dtype=float), "tasks": work.tasks, "runtime": runtime,
+                          "work": job_work})
     if fail is not None:
         table["attempts"], table["aborted"] = np.asarray(out["attempts"]), np.asarray(out["aborted"], dtype=bool)
     return ReplayResult(table, system.servers, system.scheduling, system.estimates, system.load_scale,
