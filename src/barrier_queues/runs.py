@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import clocks
 from ._validation import ParameterError, check_int
 from .backends import Backend, pool_map, spark_map
 from .inputs import as_kernel_inputs, chunk_jobs, generator
@@ -28,6 +29,9 @@ from .system import BarrierSystem
 #: per-job record fields (``start``: the start of the job's last task)
 JOB_FIELDS = ("arrival", "start", "departure", "work", "useful", "completed", "held", "tasks", "barrier", "attempts",
               "aborted")
+#: per-job record fields with gang clocks (:mod:`barrier_queues.clocks`; a lost job's ``start`` and
+#: ``departure``: when it left, its ``work``: the k r it would have held)
+CLOCK_FIELDS = ("lost", "requeues", "backoff")
 
 
 @dataclass
@@ -99,7 +103,9 @@ class Sink:
         :meth:`_count_failures`.)"""
         self.ks, self.classes = system.ks, len(class_labels(system))
         self.acc = RunAccumulator(jobs, floor=1e-6 * system.mean_task, warmup=warmup, classes=self.classes)
-        self.keep = {f: [] for f in JOB_FIELDS} if keep else None
+        self.clock = clocks.Tally(jobs, self.classes) if clocks.enabled(system) else None
+        self.fields = JOB_FIELDS + (CLOCK_FIELDS if self.clock is not None else ())
+        self.keep = {f: [] for f in self.fields} if keep else None
         self.csv = None
         self.index = 0
         self.replication = replication
@@ -111,14 +117,17 @@ class Sink:
         self.measure_aborted = measure_aborted      # saturated runs: every departure counts towards the limit
         if csv_path is not None:
             self.csv = open(csv_path, "w")  # noqa: SIM115 (closed in close())
-            self.csv.write(self.CSV_HEADER if self.failures is None else self.CSV_HEADER[:-1] + ",attempts,aborted\n")
+            extra = (",attempts,aborted" if self.failures is not None else "") + (
+                ",lost,requeues,backoff" if self.clock is not None else "")
+            self.csv.write(self.CSV_HEADER[:-1] + extra + "\n")
 
     def cuts(self, first: int, n: int, every: int) -> list:
         """Places ``0 < p < n`` in the next ``n`` jobs (the first of them job ``first`` of those added) where they
         may be added in pieces with the statistics of one piece: where a segment of the measured jobs starts
         (block sums and per-class sums are taken per segment piece; the rest is counts and running values),
-        about every ``every`` jobs. None with failures (aborted jobs are left out before they are measured)."""
-        if self.failures is not None:
+        about every ``every`` jobs. None with failures or clocks (aborted and lost jobs are left out before they
+        are measured)."""
+        if self.failures is not None or self.clock is not None:
             return []
         step = max(1, every // self.acc.segment) * self.acc.segment
         lo = first - self.acc.skip                      # the measured index of the first job (< 0: in the warm-up)
@@ -130,23 +139,29 @@ class Sink:
             self._write_csv(chunk)
         if self.keep is not None:
             n = chunk["arrival"].size
-            for f in JOB_FIELDS:
+            for f in self.fields:
                 default = np.ones(n, dtype=np.int64) if f == "attempts" else np.zeros(n)
                 # (copies: a scheduler may write into its buffers again once the next chunk's results are added)
                 self.keep[f].append(np.array(chunk[f]) if f in chunk else default)
         if "aborted" in chunk:              # failures: aborted jobs are counted apart, the rest measured
             self._count_failures(chunk)
-        if "aborted" in chunk and not self.measure_aborted and chunk["aborted"].any():
-            ok = ~chunk["aborted"]
-            size = ok.size
-            chunk = {key: v[ok] if isinstance(v, np.ndarray) and v.shape[:1] == (size,) else v
-                     for key, v in chunk.items()}
-        held = chunk.get("held")
         classes = None
         if self.classes > 1 and "cls" in chunk:
             classes = chunk["cls"]
         elif self.classes > 1:
             classes = np.searchsorted(self.ks, chunk["tasks"]) + np.where(chunk["barrier"], 0, self.ks.size)
+        if self.clock is not None:          # clocks: what they did, counted apart; lost jobs are not measured
+            self.clock.add(classes, chunk["lost"], chunk["work"], chunk["requeues"], chunk["backoff"])
+        drop = chunk["aborted"] if "aborted" in chunk and not self.measure_aborted else None
+        if self.clock is not None:
+            drop = chunk["lost"]
+        if drop is not None and drop.any():
+            ok = ~drop
+            size = ok.size
+            chunk = {key: v[ok] if isinstance(v, np.ndarray) and v.shape[:1] == (size,) else v
+                     for key, v in chunk.items()}
+            classes = classes[ok] if classes is not None else None
+        held = chunk.get("held")
         self.acc.add(chunk["arrival"], chunk["start"], chunk["departure"], chunk["work"], chunk["useful"],
                      chunk["completed"], held, classes)
 
@@ -161,6 +176,9 @@ class Sink:
         if self.failures is not None:
             cols += [chunk["attempts"], chunk["aborted"].astype(int)]
             fmt = fmt + ["%d", "%d"]
+        if self.clock is not None:
+            cols += [chunk["lost"].astype(int), chunk["requeues"], chunk["backoff"]]
+            fmt = fmt + ["%d", "%d", "%.17g"]
         np.savetxt(self.csv, np.column_stack(cols), delimiter=",", fmt=fmt)
         self.index += n
 
@@ -198,11 +216,15 @@ class Sink:
             jobs["completed"] = jobs["completed"].astype(np.int64)
             jobs["attempts"] = jobs["attempts"].astype(np.int64)
             jobs["aborted"] = jobs["aborted"].astype(bool)
+            if self.clock is not None:
+                jobs["lost"] = jobs["lost"].astype(bool)
+                jobs["requeues"] = jobs["requeues"].astype(np.int64)
         partial = self.acc.partial()
         if self.failures is not None:
             self.failures["marks"] = {"every": self.mark_every, **{k: np.concatenate(v) if v else np.empty(0)
                                                              for k, v in self.marks.items()}}
         partial.failures = self.failures
+        partial.clocks = self.clock
         return partial, jobs
 
 

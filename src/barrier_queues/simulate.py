@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import clocks
 from ._validation import ParameterError, check_choice, check_int, check_probability
 from .backends import resolve
 from .inputs import chunk_jobs, recorded_seed, spawn_seeds
@@ -248,12 +249,23 @@ class SimulationResult:
         parts = []
         for r in reps:
             j = r.jobs
-            if self.system.failure_rate is not None and not r.saturated:
-                j = {k: j[k][~j["aborted"]] for k in ("arrival", "start", "departure")}
+            measured = self._measured(r)
+            if measured is not None:
+                j = {k: j[k][measured] for k in ("arrival", "start", "departure")}
             w = slice(r.stats.warmup, None)
             a, st, d = j["arrival"][w], j["start"][w], j["departure"][w]
             parts.append(st - a if name == "waiting" else d - a if name == "sojourn" else d - st)
         return np.concatenate(parts)
+
+    def _measured(self, r):
+        """The measured jobs of a kept replication (a mask), or None when every job is: with failures the
+        completed ones, with gang clocks the served ones (not lost)."""
+        mask = None
+        if self.system.failure_rate is not None and not r.saturated:
+            mask = ~r.jobs["aborted"]
+        if "lost" in r.jobs:
+            mask = ~r.jobs["lost"] if mask is None else mask & ~r.jobs["lost"]
+        return mask
 
     def to_frame(self):
         """Per-job table of every replication, warm-up jobs flagged (needs ``keep_jobs``)."""
@@ -264,8 +276,9 @@ class SimulationResult:
             j = r.jobs
             n = j["arrival"].size
             cut = r.stats.warmup
-            if self.system.failure_rate is not None and not r.saturated:     # the warm-up counts completed jobs
-                done = np.flatnonzero(~j["aborted"])
+            measured = self._measured(r)
+            if measured is not None:                # the warm-up counts completed (served) jobs
+                done = np.flatnonzero(measured)
                 cut = int(done[cut]) if cut < done.size else n
             frames.append(pd.DataFrame({
                 "replication": i, "job": np.arange(n), "warmup": np.arange(n) < cut, **j,
@@ -379,6 +392,53 @@ class SimulationResult:
             # the aborted jobs' work is counted over every job, the window over the measured ones: at most 1
             out["utilization"] = min(1.0, utilization * sum(f["work"] for f in per) / done)
         return out
+
+    def _clock_summary(self, out: dict, level: float) -> None:
+        """With gang clocks (:mod:`barrier_queues.clocks`): per class and overall, the jobs submitted after the
+        warm-up, the share lost, the lost work's share of all work submitted (``k r`` per lost job), requeues
+        and time in backoff per job, with t intervals over replications (two or more: losses bunch in time,
+        so jobs are not independent trials). The waiting, execution and sojourn above are the served jobs'."""
+        tallies = [s.extra["clocks"].after(s.warmup) for s in self.stats]
+        tallies = [t for t in tallies if t is not None]
+        if not tallies:
+            out["clock_note"] = "the warm-up reaches past the last mark of every replication: no clock counts"
+            return
+        from .runs import class_labels
+
+        labels = class_labels(self.system) or [(None, None)]
+
+        def rates(sums: np.ndarray) -> dict:
+            jobs, lost, lost_work, requeues, away, served_work, _ = (float(v) for v in sums)
+            total_work = lost_work + served_work
+            return {"jobs": int(jobs), "lost_jobs": int(lost),
+                    "lost_share": lost / jobs if jobs else None,
+                    "lost_work_share": lost_work / total_work if total_work > 0 else None,
+                    "requeues_per_job": requeues / jobs if jobs else None,
+                    "backoff_per_job": away / jobs if jobs else None}
+
+        def interval(per_rep: list, name: str):
+            v = [r[name] for r in per_rep if r[name] is not None]
+            return within(t_interval(v, level), 0.0, 1.0 if "share" in name else math.inf) if len(v) >= 2 else None
+
+        names = ("lost_share", "lost_work_share", "requeues_per_job", "backoff_per_job")
+        per_rep = [rates(t.sum(axis=0)) for t in tallies]
+        total = rates(sum(t.sum(axis=0) for t in tallies))
+        out["clocks"] = {"wait_budget": str(self.system.wait_budget), "on_budget": self.system.on_budget,
+                         **total, "ci": {"level": level, **{n: interval(per_rep, n) for n in names}},
+                         "measured": "the jobs submitted after the served jobs' warm-up (cut at the first of "
+                                     f"{clocks.Tally.MARKS} marks past it); waiting, execution and sojourn are "
+                                     "the served jobs' only (lost jobs are counted here, never averaged there)"}
+        out.update({n: total[n] for n in names}, lost_jobs=total["lost_jobs"])
+        if len(labels) > 1:
+            by_class = {}
+            for c, (k, b) in enumerate(labels):
+                row = rates(sum(t[c] for t in tallies))
+                if row["jobs"]:
+                    row["ci"] = {n: interval([rates(t[c]) for t in tallies], n) for n in names}
+                    by_class[(k, b)] = row
+            for row in out.get("classes", []):
+                row.update(by_class.get((row["tasks"], row["barrier"]), {}))
+            out["clocks"]["classes"] = [{"tasks": k, "barrier": b, **r} for (k, b), r in by_class.items()]
 
     def _submitted_sojourn(self, level: float) -> dict:
         """With failures, the sojourn of every submitted job (an aborted job's from its arrival to its abort)
@@ -617,6 +677,8 @@ class SimulationResult:
                 row["stable"] = verdicts.get((row["tasks"], row["barrier"]))
         if stats[0].extra.get("failures"):
             out.update(self._failure_summary(level, out["utilization"]))
+        if "clocks" in stats[0].extra:
+            self._clock_summary(out, level)
         if self.precision is not None:
             out["precision"] = dict(self.precision)
             if out["stable"] is not True and out["precision"]["met"]:

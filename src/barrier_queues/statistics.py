@@ -555,6 +555,7 @@ class RunPartial:
     kernel_seconds: float = 0.0
     classes: tuple | None = None            # per class: segment sums, segment histograms, tail histograms
     failures: dict | None = None            # with failures: counts over every job (jobs, aborted, attempts, work)
+    clocks: object = None                   # with gang clocks: their tally (barrier_queues.clocks.Tally)
     last_departure: float = float("nan")    # the latest departure of an accumulated job
     #: the queue by class (see ``RunAccumulator._track_queue``): ``at`` (class x segment: jobs waiting at the
     #: segment's first arrival), ``arrived`` (jobs of each class, warm-up included), ``unstarted`` (jobs of
@@ -871,6 +872,7 @@ def finish_replications(partials: list, saturated: bool = False) -> list[Replica
             histograms=hist, block_means=block_means, block_jobs=p.block, total_jobs=p.seen, seconds=p.seconds,
             kernel_seconds=p.kernel_seconds, extra={**({"classes": _class_stats(p, g)} if p.classes else {}),
                                                     **({"failures": p.failures} if p.failures else {}),
+                                                    **({"clocks": p.clocks} if p.clocks is not None else {}),
                                                     **({"queue": _queue_stats(p, g)} if p.queue else {})},
             busy_span=float(p.last_departure - p.arrival_at[g])))
     return out

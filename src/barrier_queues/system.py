@@ -51,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import failures, rules, schedulers
+from . import clocks, failures, rules, schedulers
 from ._validation import (
     TIME_SCALE,
     ParameterError,
@@ -212,6 +212,20 @@ class BarrierSystem:
     estimates: str | None = field(default=None, metadata=_opt(
         "EASY's runtime predictions: the true runtimes (default exact) or the log's requested times", "choice",
         choices=("exact", "requested"), commands=("replay",)))
+    # gang clocks (Appendix B, section 8): validated in barrier_queues.clocks
+    wait_budget: object = field(default=None, metadata=_opt(
+        "a gang's wait budget, from each time it enters the queue: a time, 'exp:MEAN' (exponential patience), "
+        "'runtime:C', 'tasks:C' or 'work:C' (C r, C k, C k r; r its runtime); 'inf' or none: no clock", "str",
+        commands=("simulate", "sweep", "replay")))
+    on_budget: str | None = field(default=None, metadata=_opt(
+        "what a fired budget does: the gang leaves (lost) or is requeued after a backoff (default leave)",
+        "choice", choices=("leave", "requeue"), commands=("simulate", "sweep", "replay")))
+    requeue_backoff: object = field(default=None, metadata=_opt(
+        "BASE[,CAP]: the n-th requeue waits min(CAP, BASE 2^(n-1)) before the gang returns at its place "
+        "(with --on-budget requeue)", "str", commands=("simulate", "sweep", "replay")))
+    requeue_limit: int | None = field(default=None, metadata=_opt(
+        "requeues before a gang is lost (deactivated) when its budget fires again (default unlimited)", "int", 0,
+        commands=("simulate", "sweep", "replay")))
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -227,6 +241,7 @@ class BarrierSystem:
         set_("placement", check_choice("placement", self.placement, schedulers.names()))
         set_("scheduling", check_choice("scheduling", self.scheduling, schedulers.disciplines()))
         failures.validate(self, set_)                   # failure_rate and what a failure does: barrier_queues.failures
+        clocks.validate(self, set_)                     # wait budgets and requeues: barrier_queues.clocks
         schedulers.validate(self, set_)                 # each scheduler's fields and checks: its room
         self._validate_phases(set_)
         self._validate_trace_setting()

@@ -53,6 +53,9 @@ class Scheduler:
     failures : bool
         It simulates failures (``BarrierSystem.failure_rate``): a system with failures runs in the first
         such room of its placement that has its discipline.
+    clocks : bool
+        It simulates gang clocks (``BarrierSystem.wait_budget``, :mod:`barrier_queues.clocks`), as
+        ``failures``.
     """
 
     name: str
@@ -69,6 +72,7 @@ class Scheduler:
     kernel_include: str = ""
     options: dict = field(default_factory=dict)
     failures: bool = False
+    clocks: bool = False
 
 
 SCHEDULERS: dict[str, Scheduler] = {}
@@ -98,10 +102,14 @@ def disciplines(placement: str | None = None) -> tuple[str, ...]:
 
 
 def of(system) -> Scheduler:
-    """The room that runs a system: its placement and its scheduling discipline (and failures, if any)."""
+    """The room that runs a system: its placement and its scheduling discipline (and failures or gang clocks, if
+    any)."""
     fail = getattr(system, "failure_rate", None) is not None
+    budget = getattr(system, "wait_budget", None)
+    clock = budget is not None and not getattr(budget, "off", False)
     for s in SCHEDULERS.values():
-        if s.placement == system.placement and system.scheduling in s.disciplines and (s.failures or not fail):
+        if s.placement == system.placement and system.scheduling in s.disciplines and (s.failures or not fail) \
+                and (s.clocks or not clock):
             return s
     raise ParameterError(f"scheduling must be one of {', '.join(repr(d) for d in disciplines(system.placement))} "
                          f"with placement = {system.placement!r} (got {system.scheduling!r})")

@@ -20,8 +20,34 @@ cdef enum:
     C_WAITING = 1
     C_STARTED = 2
     C_RETRY = 3
+    C_AWAY = 5                                # (4 is Python's mark of a job handed on)
 
-WAITING, STARTED, RETRY = C_WAITING, C_STARTED, C_RETRY
+WAITING, STARTED, RETRY, AWAY = C_WAITING, C_STARTED, C_RETRY, C_AWAY
+
+
+cdef struct Clocks:
+    # gang clocks (barrier_queues.clocks; book Appendix B.8): a barrier job that waits its budget since it
+    # (last) entered the list leaves it, lost or requeued after a backoff
+    bint on                                   # clocks on (off: the kernel reads no other field)
+    bint requeue                              # a fired budget requeues the job (else it is lost)
+    double base                               # the backoff: the n-th requeue waits min(cap, base 2^(n-1))
+    double cap
+    int64_t limit                             # requeues before the job is lost (-1: no limit)
+    # per job
+    const double* budget                      # its wait budget (inf: none)
+    double* due                               # its deadline while it waits (inf: none)
+    int64_t* requeues                         # result: its requeues
+    double* away                              # result: its time spent in backoffs
+    unsigned char* lost                       # result: it left unserved
+    # the deadline heap (_heap.pxi; entries of jobs that started or left are stale: due differs) and the
+    # return heap (requeued jobs, when they enter again)
+    double* dl_time
+    int64_t* dl_job                           # (-1: a job that has left the window)
+    int64_t n_dl
+    int64_t dl_cap                            # its room (full: the stale entries are dropped)
+    double* rq_time
+    int64_t* rq_job
+    int64_t n_rq
 
 
 cdef struct Failures:
@@ -124,6 +150,7 @@ cdef struct Wait:
     double* trace_start                       # per draw: its start
     double* trace_end                         # per draw: its end
     Failures f                                # failures (barrier_queues.failures): their own state
+    Clocks g                                  # gang clocks (barrier_queues.clocks): their own state
     # rigid jobs (a trace's: a job's k tasks hold their workers for its one draw, times[toff[j]])
     bint rigid                                # the jobs are rigid: one release entry (end, job) per job
     const double* pred                        # rigid: each job's predicted runtime (backfill's; >= its draw)
@@ -353,6 +380,69 @@ cdef void _wl_insert(Wait* q, int64_t j) noexcept nogil:
         q.cprev[p] = j
     if q.srt:
         _bk_added(q, j)
+
+
+cdef void _gc_enter(Wait* q, int64_t j, double now) noexcept nogil:
+    """Job j enters the waiting list at now: its deadline is now + its budget (none for an infinite one)."""
+    cdef int64_t i, m
+    if not q.g.on or not q.g.budget[j] < INFINITY:
+        return
+    if q.g.n_dl == q.g.dl_cap:               # full: keep the live entries only (at most one per window job)
+        m = 0
+        for i in range(q.g.n_dl):
+            if q.g.dl_job[i] >= 0 and q.status[q.g.dl_job[i]] == C_WAITING and q.g.due[q.g.dl_job[i]] == q.g.dl_time[i]:
+                q.g.dl_time[m] = q.g.dl_time[i]
+                q.g.dl_job[m] = q.g.dl_job[i]
+                m += 1
+        q.g.n_dl = 0
+        for i in range(m):                    # (pushed again: a heap)
+            q.g.n_dl = _ev_push(q.g.dl_time, q.g.dl_job, q.g.n_dl, q.g.dl_time[i], q.g.dl_job[i])
+    q.g.due[j] = now + q.g.budget[j]
+    q.g.n_dl = _ev_push(q.g.dl_time, q.g.dl_job, q.g.n_dl, q.g.due[j], j)
+
+
+cdef inline double _gc_next(Wait* q) noexcept nogil:
+    """The earliest live deadline (stale entries at the top dropped), or inf."""
+    cdef int64_t j
+    if not q.g.on:
+        return INFINITY
+    while q.g.n_dl > 0:
+        j = q.g.dl_job[0]
+        if j >= 0 and q.status[j] == C_WAITING and q.g.due[j] == q.g.dl_time[0]:
+            return q.g.dl_time[0]
+        q.g.n_dl = _ev_pop(q.g.dl_time, q.g.dl_job, q.g.n_dl)
+    return INFINITY
+
+
+cdef void _gc_fire(Wait* q, int64_t j, double now) noexcept nogil:
+    """Job j's budget fires at now: it leaves the list, to return after its backoff, or lost (its work k r, r
+    its runtime: the largest of its draws)."""
+    cdef int64_t n, i
+    cdef double b, r
+    _wl_unlink(q, j)
+    q.g.due[j] = INFINITY
+    if q.g.requeue and (q.g.limit < 0 or q.g.requeues[j] < q.g.limit):
+        n = q.g.requeues[j] + 1
+        q.g.requeues[j] = n
+        b = q.g.base * pow(2.0, <double> (n - 1))
+        if q.g.cap < b:
+            b = q.g.cap
+        q.g.away[j] += b
+        q.status[j] = C_AWAY
+        q.g.n_rq = _ev_push(q.g.rq_time, q.g.rq_job, q.g.n_rq, now + b, j)
+        return
+    r = q.times[q.toff[j]]
+    if not q.rigid:
+        for i in range(1, q.k[j]):
+            if q.times[q.toff[j] + i] > r:
+                r = q.times[q.toff[j] + i]
+    q.g.lost[j] = 1
+    q.start[j] = now
+    q.dep[j] = now
+    q.work[j] = q.k[j] * r
+    q.useful[j] = 0.0
+    q.completed[j] = 0
+    q.status[j] = C_STARTED
 
 
 cdef inline int64_t _wl_off(Wait* q, int64_t j) noexcept nogil:
@@ -772,10 +862,15 @@ cdef inline double _wl_absorb(Wait* q, int64_t discipline, double now, double li
     cdef int64_t need = _wl_need(q, discipline)
     cdef double retry = q.f.retry_time[0] if q.f.n_retry > 0 else INFINITY      # (a release at a retry's or an abort's
     cdef double abort = q.f.abort_time[0] if q.f.n_abort > 0 else INFINITY      # instant is left to the event loop)
+    cdef double clock = INFINITY                  # (and at a deadline's or a return's)
     cdef double t
+    if q.g.on:
+        clock = q.g.dl_time[0] if q.g.n_dl > 0 else INFINITY
+        if q.g.n_rq > 0 and q.g.rq_time[0] < clock:
+            clock = q.g.rq_time[0]
     while q.n_free + 1 < need:
         t = _rs_next(&q.rs)
-        if t > limit or t >= retry or t >= abort:     # (none pending: t is INFINITY)
+        if t > limit or t >= retry or t >= abort or t >= clock:     # (none pending: t is INFINITY)
             break
         now = t
         _rs_pop(&q.rs)
@@ -786,7 +881,7 @@ cdef inline double _wl_absorb(Wait* q, int64_t discipline, double now, double li
 cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arrival, const Service* sv,
                         int64_t discipline) noexcept nogil:
     cdef double now = -INFINITY
-    cdef double tick, rel, arr, bound
+    cdef double tick, rel, arr, bound, due
     cdef int64_t j, u, released
     cdef bint absorb = not q.rs.heap and not q.event and discipline != C_SERVER_FILLING
     for j in range(pos):                      # jobs of earlier calls that still wait, in arrival order
@@ -798,6 +893,8 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
         rel = _rs_next(&q.rs)
         if q.f.n_retry > 0 and q.f.retry_time[0] < rel:
             rel = q.f.retry_time[0]                # a failed job waits again (failures): an event like a release
+        if q.g.n_rq > 0 and q.g.rq_time[0] < rel:
+            rel = q.g.rq_time[0]                   # a requeued gang returns (clocks): an event like a release
         arr = q.arrival[pos] if pos < nw else INFINITY
         bound = arr if pos < nw else next_first_arrival
         tick = INFINITY
@@ -805,6 +902,16 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
             while q.phase + q.tick_n * q.revive < now:
                 q.tick_n += 1.0
             tick = q.phase + q.tick_n * q.revive
+        due = _gc_next(q)
+        if due < rel and due < tick and due < bound:
+            now = due                         # the budgets that fire now (after the instant's other events)
+            while q.g.n_dl > 0 and q.g.dl_time[0] == now:
+                j = q.g.dl_job[0]
+                q.g.n_dl = _ev_pop(q.g.dl_time, q.g.dl_job, q.g.n_dl)
+                if j >= 0 and q.status[j] == C_WAITING and q.g.due[j] == now:
+                    _gc_fire(q, j, now)
+            _wl_decide(q, now, sv, discipline)  # (one decision: a leaving head may unblock others)
+            continue
         if rel < INFINITY and rel <= tick and rel <= arr and (pos < nw or rel <= next_first_arrival):
             now = rel                         # releases first: each freed worker offers itself
             while q.f.n_abort > 0 and q.f.abort_time[0] <= now:     # (a job aborted now first releases its killed tasks)
@@ -836,6 +943,12 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
                         _wl_insert(q, j)
                     elif q.srt:
                         _bk_set(q, j, _wl_next_hold(q, j))
+            while q.g.n_rq > 0 and q.g.rq_time[0] == now:     # then the requeued gangs due now, at their places
+                j = q.g.rq_job[0]
+                q.g.n_rq = _ev_pop(q.g.rq_time, q.g.rq_job, q.g.n_rq)
+                q.status[j] = C_WAITING
+                _wl_insert(q, j)
+                _gc_enter(q, j, now)
             if q.event:
                 _wl_single(q, now, released, sv, discipline)
             elif q.batch and pos < nw and q.arrival[pos] == now:
@@ -850,10 +963,12 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
             now = arr                         # an arrival: a global offer
             q.status[pos] = C_WAITING
             _wl_link(q, pos)
+            _gc_enter(q, pos, now)
             pos += 1
             while q.batch and pos < nw and q.arrival[pos] == now:
                 q.status[pos] = C_WAITING
                 _wl_link(q, pos)
+                _gc_enter(q, pos, now)
                 pos += 1
             _wl_decide(q, now, sv, discipline)
         else:
@@ -894,11 +1009,21 @@ cdef class WaitlistState:
     cdef public object ab_time                # failures: the abort heap's times
     cdef public object ab_job                 # failures: the abort heap's jobs
     cdef public object wunit                  # failures: each worker's unit (-1: none)
+    cdef public bint clock                    # gang clocks on (barrier_queues.clocks)
+    cdef public bint requeue                  # clocks: a fired budget requeues (else the job is lost)
+    cdef public double base                   # clocks: the backoff's base and cap
+    cdef public double cap
+    cdef public int64_t limit                 # clocks: requeues before a job is lost (-1: none)
+    cdef public object dl_time                # clocks: the deadline heap's times (room >= 2 window jobs + 2)
+    cdef public object dl_job                 # clocks: the deadline heap's jobs
+    cdef public object rq_time                # clocks: the return heap's times (room >= window jobs)
+    cdef public object rq_job                 # clocks: the return heap's jobs
+    cdef public object clock_state            # clocks: [deadline entries, return entries]
 
     def __init__(self, int64_t servers, int64_t discipline, int64_t phases, int64_t policy, int64_t stragglers,
                  params, bint two_barrier, bint event_overhead=False, double revive=1.0, bint fail=False,
                  bint failure_ids=True, double delay=0.0, bint sorted_releases=False,
-                 int64_t backfill_list_max=32, bint rigid=False):
+                 int64_t backfill_list_max=32, bint rigid=False, clock=None):
         if not (discipline == C_FCFS or discipline == C_FIRST_FIT or discipline == C_BACKFILL
                 or discipline == C_SERVER_FILLING):
             raise ValueError(f"WaitlistState: unknown discipline code {discipline} (a discipline without a "
@@ -919,6 +1044,49 @@ cdef class WaitlistState:
         self.rt_time, self.rt_job = np.zeros(0), np.zeros(0, dtype=np.int64)
         self.ab_time, self.ab_job = np.zeros(0), np.zeros(0, dtype=np.int64)
         self.wunit = np.full(servers, -1, dtype=np.int64)
+        self.clock = clock is not None
+        if clock is not None and (fail or event_overhead):
+            raise ValueError("WaitlistState: gang clocks run without failures or Spark's offers")
+        self.requeue = bool(clock["requeue"]) if clock is not None else False
+        self.base = float(clock["base"]) if clock is not None else 0.0
+        self.cap = float(clock["cap"]) if clock is not None else 0.0
+        self.limit = int(clock["limit"]) if clock is not None else -1
+        self.dl_time, self.dl_job = np.zeros(0), np.zeros(0, dtype=np.int64)
+        self.rq_time, self.rq_job = np.zeros(0), np.zeros(0, dtype=np.int64)
+        self.clock_state = np.zeros(2, dtype=np.int64)
+
+
+cdef void _gc_open(Wait* q, WaitlistState st, dict jobs, int64_t nw) except *:
+    """The clocks' part of the kernel's state (off without them): the window's per-job ``budget``, ``due``,
+    ``requeues``, ``away`` and ``lost`` (uint8), and the heaps of ``st`` (their room checked)."""
+    cdef const double[::1] budget
+    cdef double[::1] due, away, dl_time, rq_time
+    cdef int64_t[::1] requeues, dl_job, rq_job
+    cdef unsigned char[::1] lost
+    q.g.on = st.clock
+    q.g.n_dl = 0
+    q.g.n_rq = 0
+    if not q.g.on:
+        return
+    budget, due, away = jobs["budget"], jobs["due"], jobs["away"]
+    requeues, lost = jobs["requeues"], jobs["lost"]
+    dl_time, dl_job, rq_time, rq_job = st.dl_time, st.dl_job, st.rq_time, st.rq_job
+    if budget.shape[0] != nw or due.shape[0] != nw or away.shape[0] != nw or requeues.shape[0] != nw \
+            or lost.shape[0] != nw:
+        raise ValueError("run_waitlist: the clocks need budget, due, away, requeues and lost per window job")
+    if dl_time.shape[0] < 2 * nw + 2 or dl_job.shape[0] != dl_time.shape[0] or rq_time.shape[0] < nw + 1 \
+            or rq_job.shape[0] != rq_time.shape[0]:
+        raise ValueError("run_waitlist: the clocks' heaps need room for 2 deadlines and a return per window job")
+    q.g.requeue, q.g.base, q.g.cap, q.g.limit = st.requeue, st.base, st.cap, st.limit
+    q.g.budget = &budget[0] if nw else NULL
+    q.g.due = &due[0] if nw else NULL
+    q.g.away = &away[0] if nw else NULL
+    q.g.requeues = &requeues[0] if nw else NULL
+    q.g.lost = &lost[0] if nw else NULL
+    q.g.dl_time, q.g.dl_job, q.g.dl_cap = &dl_time[0], &dl_job[0], dl_time.shape[0]
+    q.g.rq_time, q.g.rq_job = &rq_time[0], &rq_job[0]
+    q.g.n_dl = st.clock_state[0]
+    q.g.n_rq = st.clock_state[1]
 
 
 def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double next_first_arrival, tuple trace):
@@ -1015,6 +1183,7 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
     for j in range(nw):
         if k[j] > kmax:
             kmax = k[j]
+    _gc_open(&q, st, jobs, nw)                    # (checked before anything is allocated)
     cdef int64_t* links = <int64_t*> malloc((4 * nw + 4 * nclass + kmax + 1) * sizeof(int64_t))
     cdef double* buffers = <double*> malloc((2 * kmax + 2 * s + 1) * sizeof(double))
     if links == NULL or buffers == NULL:
@@ -1165,6 +1334,9 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
         q.bt_min = backfill_list_max
     with nogil:
         _run_waitlist(&q, nw, pos, next_first_arrival, &sv, discipline)
+    if q.g.on:
+        st.clock_state[0] = q.g.n_dl
+        st.clock_state[1] = q.g.n_rq
     heap_state[0] = _rs_close(&q.rs)               # (without the heap: ascending times, a valid heap)
     heap_state[1] = q.n_free
     if q.f.on:

@@ -53,7 +53,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .. import failures
+from .. import clocks, failures
 from .._validation import ParameterError
 from ..inputs import CHUNK, chunk_jobs, draw_jobs
 from ..kernels import kernels_module
@@ -169,6 +169,9 @@ class _Window:
               "status": np.int64, "handed": np.int64, "start": np.float64, "dep": np.float64, "work": np.float64,
               "useful": np.float64, "completed": np.int64, "seq": np.int64, "nd": np.int64}
     CLASS_FIELDS = {"job_class": np.int64}
+    #: with gang clocks (:mod:`barrier_queues.clocks`): each job's budget, deadline, requeues, time away, lost
+    CLOCK_FIELDS = {"budget": np.float64, "due": np.float64, "requeues": np.int64, "away": np.float64,
+                    "lost": np.bool_}
     FAIL_FIELDS = {"natt": np.int64, "attempt": np.int64, "aborted": np.bool_, "ufirst": np.int64,
                    "rtop": np.int64, "left": np.int64, "doomed": np.uint8}
     #: per unit; ``unext`` (the next in its job's list of failed tasks due again) and ``urun`` (its running
@@ -188,6 +191,7 @@ class _Window:
         self.rows = None                                     # the jobs (set by the first chunk: see FIELDS)
         self._draws, self._used = np.empty(0), 0             # the draws (holds): a buffer that doubles
         self.fail = failures.enabled(system)
+        self.clock = clocks.enabled(system)
         # an abort kills running tasks only with failures of non-barrier jobs: found by worker id with the heap
         # of releases (above SORTED_FREE_MAX workers), by their release times in the ascending array
         all_barrier = (system.barrier_fraction >= 1 if system.workload is None
@@ -201,7 +205,7 @@ class _Window:
             event_overhead=system.overhead == "event", revive=system.revive_interval or 1.0, fail=self.fail,
             failure_ids=self.kills, delay=system.resubmit_delay if self.fail else 0.0,
             sorted_releases=releases_in_array(system, discipline), backfill_list_max=BACKFILL_LIST_MAX,
-            rigid=rigid)
+            rigid=rigid, clock=clocks.settings(system) if self.clock else None)
         # (read by the kernel only; with barrier jobs only, each unit is a job and the kernel reads its job alone)
         self.units = None                                    # with failures, the units (set by the first chunk)
         self.unit_dtypes = self.UNIT_FIELDS if self.kills else {"ujob": np.int64}
@@ -270,7 +274,7 @@ class _Window:
     def _dtypes(self, chunk: dict) -> dict:
         """The window's per-job fields and types for jobs like ``chunk``'s (see FIELDS)."""
         return {**self.FIELDS, **(self.CLASS_FIELDS if "cls" in chunk else {}),
-                **(self.FAIL_FIELDS if self.fail else {})}
+                **(self.FAIL_FIELDS if self.fail else {}), **(self.CLOCK_FIELDS if self.clock else {})}
 
     def _prebuild(self, chunk: dict, prep: dict, rooms: tuple, seq: int) -> dict:
         """With failures, a chunk's window rows, units and draws (holds) in buffers of their own, written where
@@ -309,7 +313,8 @@ class _Window:
         if self.results is None:
             classes = "cls" in chunk                        # the jobs' own classes (a workload's)
             self.results = {**self.RESULTS, "cls": "job_class" if classes else "cls",
-                            **({"attempts": "natt", "aborted": "aborted"} if fail else {})}
+                            **({"attempts": "natt", "aborted": "aborted"} if fail else {}),
+                            **({"lost": "lost", "requeues": "requeues", "backoff": "away"} if self.clock else {})}
         if fail:
             return self._append_prebuilt(chunk, prep)
         if self.rows is None:
@@ -322,6 +327,8 @@ class _Window:
                "nd": prep["nd"]}
         if "job_class" in self.rows.dtypes:
             new["job_class"] = chunk["cls"]
+        if self.clock:
+            new.update(budget=chunk["budget"], due=np.inf, requeues=0, away=0.0, lost=False)
         self.seq += n
         pos = self.rows.size
         self.rows.extend(new, n)
@@ -415,6 +422,9 @@ class _Window:
         if self.fail:
             jobs.update({key: a[key] for key in self.FAIL_KEYS}, aborted=a["aborted"].view(np.uint8))
             units = {**self.NO_UNITS, **self.units.view}   # (barrier jobs only: ujob alone)
+        if self.clock:
+            jobs.update({key: a[key] for key in ("budget", "due", "requeues", "away")}, lost=a["lost"].view(np.uint8))
+            self._clock_room(a["arrival"].size)
         kernels_module().run_waitlist(self.state, jobs, units, pos, next_first_arrival, tuple(trace))
 
     RESULTS = {"arrival": "arrival", "tasks": "k", "barrier": "barrier", "start": "start", "departure": "dep",
@@ -500,11 +510,36 @@ class _Window:
                                                    np.ascontiguousarray(sizes))
         return new_toff
 
+    def _clock_room(self, nw: int) -> None:
+        """Room in the clocks' heaps for a window of ``nw`` jobs: two deadlines and a return per job (the kernel
+        drops stale deadlines when the heap is full: at most one per job is live), the entries kept."""
+        st = self.state
+        for t, j, need, held in (("dl_time", "dl_job", 2 * nw + 2, st.clock_state[0]),
+                                 ("rq_time", "rq_job", nw + 1, st.clock_state[1])):
+            if getattr(st, t).size < need:
+                for name in (t, j):
+                    old = getattr(st, name)
+                    grown = np.empty(2 * need, dtype=old.dtype)
+                    grown[:held] = old[:held]
+                    setattr(st, name, grown)
+
+    def _renumber_clocks(self, keep: np.ndarray) -> None:
+        """The clocks' heap entries after the window keeps only the rows ``keep``: each job's new row (-1 for
+        one not kept: a stale deadline), the entries sorted by (time, job) again (a valid heap)."""
+        st = self.state
+        for t, j, size in (("dl_time", "dl_job", st.clock_state[0]), ("rq_time", "rq_job", st.clock_state[1])):
+            times, jobs = getattr(st, t), getattr(st, j)
+            v = _renumber(jobs[:size], keep)
+            order = np.lexsort((v, times[:size]))
+            times[:size], jobs[:size] = times[:size][order], v[order]
+
     def _keep(self, keep: np.ndarray) -> None:
         """Without failures, shrink the window to the jobs ``keep`` (in order): their arrays and their draws.
         (With failures the next chunk's buffers take the jobs kept: :meth:`_append_prebuilt`.)"""
         new_toff = self._compact_draws(keep)
         self.rows.keep(keep, self.chunk)                   # (room for a chunk: no larger buffer at once)
+        if self.clock:
+            self._renumber_clocks(keep)
         if new_toff is not None:
             self.arrays["toff"][:] = new_toff
 
@@ -561,6 +596,7 @@ def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None
     size = chunk_jobs(system)
     kernel, frame = 0.0, None
     frng = failure_stream(rng) if window.fail else None
+    crng = clocks.stream(rng) if window.clock else None
     if trace and window.fail:
         raise ParameterError("trace must be False with failure_rate: a trace records one attempt per task, and "
                              "a job with failures has several (keep_jobs gives each job's attempts)")
@@ -577,6 +613,8 @@ def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None
     def draw(start_time, done):
         chunk = draw_jobs(system, min(size, jobs - done), rng, start_time=start_time, saturated=saturated,
                           scratch=scratch)
+        if crng is not None:
+            chunk["budget"] = clocks.budgets(system, chunk, crng)
         if frng is None:
             return window.prepare(chunk)
         if pool is None:
@@ -629,6 +667,9 @@ def run_inputs(system, inputs: dict, phase: float = 0.0, discipline: str | None 
     if rigid:
         window.state.pred = np.ascontiguousarray(inputs["predicted"], dtype=float)
     keys = ("arrival", "tasks", "barrier", "offsets", "times")
+    if window.clock:
+        inputs = {**inputs, "budget": _budgets(system, inputs)}
+        keys += ("budget",)
     if window.fail:
         keys += ("toff", "holds", "attempts", "aborted", "useful", "unit_attempts", "unit_aborted", "unit_toff",
                  "unit_first")
@@ -639,7 +680,20 @@ def run_inputs(system, inputs: dict, phase: float = 0.0, discipline: str | None 
               "completed": out["completed"]}
     if window.fail:
         result.update(attempts=out["attempts"], aborted=out["aborted"])
+    if window.clock:
+        result.update(lost=out["lost"], requeues=out["requeues"], backoff=out["backoff"])
     return result
+
+
+def _budgets(system, inputs: dict) -> np.ndarray:
+    """The inputs' wait budgets: ``inputs["budget"]``, or computed from the jobs (exponential patience must be
+    drawn by the caller: :func:`barrier_queues.clocks.budgets`)."""
+    if "budget" in inputs:
+        return np.asarray(inputs["budget"], dtype=float)
+    if system.wait_budget.kind == "exp":
+        raise ParameterError("exponential patience (wait_budget 'exp:MEAN') needs drawn budgets: give "
+                             "inputs['budget'] from barrier_queues.clocks.budgets(system, inputs, rng)")
+    return clocks.budgets(system, inputs, None)
 
 
 def reference(system, inputs: dict, phase: float = 0.0, trace: bool = False, discipline: str | None = None,
@@ -658,7 +712,9 @@ def reference(system, inputs: dict, phase: float = 0.0, trace: bool = False, dis
                                        trace=trace, service_fn=reference_service(system),
                                        event_overhead=system.overhead == "event",
                                        revive=system.revive_interval or 1.0, phase=phase, failures=fail,
-                                       predictions=predictions, **reference_rule(system))
+                                       predictions=predictions, **reference_rule(system),
+                                       clock={**clocks.settings(system), "budgets": _budgets(system, inputs)}
+                                       if clocks.enabled(system) else None)
 
 
 def _validate(system, set_) -> None:
@@ -679,6 +735,10 @@ def _validate(system, set_) -> None:
 
 
 def _guard(system, jobs: int, saturated: bool) -> None:
+    if saturated and clocks.enabled(system):
+        raise ParameterError("wait_budget must be left out of a saturated run: a saturated run measures how fast a "
+                             "backlog that never leaves is served; a system that loses jobs is judged by queueing "
+                             "runs (their lost share and stability)")
     if saturated and system.scheduling != "fcfs":
         raise ParameterError(f"scheduling must be 'fcfs' for a saturated run (got {system.scheduling!r}): a "
                              "saturated run measures the start rate of a backlog served in arrival order; under "
@@ -691,7 +751,8 @@ def _guard(system, jobs: int, saturated: bool) -> None:
 SCHEDULER = register(Scheduler(
     "waitlist", "one waiting list in arrival order under first-fit (Spark), backfill or server-filling",
     run=run, run_inputs=run_inputs, reference=reference, placement="central", disciplines=("fcfs", *DISCIPLINES),
-    validate=_validate, guard=_guard, kernel_include="schedulers/waitlist.pxi", failures=True))
+    validate=_validate, guard=_guard, kernel_include="schedulers/waitlist.pxi", failures=True,
+    clocks=True))
 
 
 def add_discipline(name: str, decide) -> None:

@@ -88,6 +88,47 @@ class _Waitlist:
         self.running = {}
         self.predictions = None
         self.predicted = {}
+        self.clock = None
+        self.deadlines: list[tuple[float, int]] = []
+        self.returns: list[tuple[float, int]] = []
+
+    def setup_clock(self, clock, budgets):
+        """Gang clocks (Appendix B, section 8; :mod:`barrier_queues.clocks`): each job's budget, and the
+        results ``lost``, ``requeues`` and ``backoff``."""
+        n = len(self.arrivals)
+        self.clock = clock
+        self.budget = [float(b) for b in budgets]
+        self.deadline_at = [math.inf] * n
+        self.res.update(lost=[False] * n, requeues=[0] * n, backoff=[0.0] * n)
+
+    def enter(self, j, now):
+        """Job j enters the waiting list at now: its deadline is now + its budget (none for an infinite one)."""
+        if self.clock is not None and self.budget[j] < math.inf:
+            self.deadline_at[j] = now + self.budget[j]
+            heapq.heappush(self.deadlines, (self.deadline_at[j], j))
+
+    def next_deadline(self):
+        """The earliest deadline of a job still waiting (entries of jobs that started or left are dropped)."""
+        while self.deadlines and self.deadline_at[self.deadlines[0][1]] != self.deadlines[0][0]:
+            heapq.heappop(self.deadlines)
+        return self.deadlines[0][0] if self.deadlines else math.inf
+
+    def expire(self, j, now):
+        """Job j's budget fires: it leaves the list, to return after its backoff, or lost."""
+        self.waiting.remove(j)
+        self.deadline_at[j] = math.inf
+        c, r = self.clock, self.res
+        if c["requeue"] and (c["limit"] < 0 or r["requeues"][j] < c["limit"]):
+            n = r["requeues"][j] + 1
+            r["requeues"][j] = n
+            b = min(c["cap"], c["base"] * (2.0 ** (n - 1) if n <= 1024 else math.inf))
+            r["backoff"][j] += b
+            heapq.heappush(self.returns, (now + b, j))
+            return
+        runtime = max(self.draws[j][:self.tasks[j]])
+        r["lost"][j] = True
+        r["start"][j], r["departure"][j], r["completed"][j], r["useful"][j] = now, now, 0, 0.0
+        r["work"][j] = self.tasks[j] * runtime
 
     def run_of(self, j):
         """One job's service (a function of its draws: computed once); with failures, its current attempt."""
@@ -254,6 +295,8 @@ class _Waitlist:
         r["start"][j], r["departure"][j], r["work"][j], r["useful"][j], r["completed"][j] = now, now + cut, work, \
             useful, done
         self.waiting.remove(j)
+        if self.clock is not None:
+            self.deadline_at[j] = math.inf
 
     def start_task(self, j, now):
         if self.fail is not None:
@@ -396,7 +439,7 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
                                 two_barrier: bool = False, trace: bool = False, service_fn=None,
                                 reservations: list | None = None, event_overhead: bool = False,
                                 revive: float = 1.0, phase: float = 0.0, failures: dict | None = None,
-                                predictions=None, **rule):
+                                predictions=None, clock: dict | None = None, **rule):
     """Per-job lists ``start`` (of the job's last task), ``departure``, ``work``, ``useful``, ``completed``
     (and with ``trace`` per-draw ``worker``, ``start``, ``end`` for each job's first ``k`` draws).
     ``reservations``, if given, receives each backfill reservation ``(H, t_H)``.
@@ -411,7 +454,9 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
     redoes the first attempt's work), ``tau`` and ``delta`` (checkpoints) and ``attempt``: the failure model's
     plain function of one attempt (``FailureModel.attempt``); each unit's attempts are recomputed here from the
     draws and must be as many as the inputs say. ``predictions``: per job, the hold backfill predicts (module
-    docstring)."""
+    docstring). ``clock`` (gang clocks, :mod:`barrier_queues.clocks`): ``budgets`` (per job), ``requeue``,
+    ``base``, ``cap`` and ``limit`` (-1: none); a job's deadline fires after the releases, returns and decision
+    of its instant, then one decision; a requeued job returns with the releases of its instant, at its place."""
     one_job = service_fn or (lambda draws, k: service(draws, k, **service_args(rule)))
     q = _Waitlist(arrivals, tasks, barrier, times, servers, two_barrier, one_job, rule.get("phases", 1),
                   reservations)
@@ -419,19 +464,31 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
         q.setup_failures(failures, times)
     if predictions is not None:
         q.predictions = [float(p) for p in predictions]
+    if clock is not None:
+        q.setup_clock(clock, clock["budgets"])
     batch = discipline == "server-filling"
     builtin = {"fcfs": q.fcfs, "first-fit": q.first_fit, "backfill": q.backfill, "server-filling": q.server_filling}
     decide = builtin[discipline] if discipline in builtin else functools.partial(DECIDE[discipline], q)
     n, i, now, tick_n = len(q.arrivals), 0, -math.inf, 0.0
-    while i < n or q.releases or q.retries or (event_overhead and q.waiting):
-        rel = min(q.releases[0][0] if q.releases else math.inf, q.retries[0][0] if q.retries else math.inf)
+    while i < n or q.releases or q.retries or q.returns or q.next_deadline() < math.inf or (
+            event_overhead and q.waiting):
+        rel = min(q.releases[0][0] if q.releases else math.inf, q.retries[0][0] if q.retries else math.inf,
+                  q.returns[0][0] if q.returns else math.inf)
         arr = q.arrivals[i] if i < n else math.inf
         tick = math.inf
         if event_overhead and q.waiting:
             while phase + tick_n * revive < now:
                 tick_n += 1.0
             tick = phase + tick_n * revive
-        if rel < math.inf and rel <= tick and rel <= arr:
+        due = q.next_deadline()
+        if due < rel and due < tick and due < arr:
+            now = due                                   # the budgets that fire now, then one decision
+            while q.deadlines and q.deadlines[0][0] == now:
+                _, j = heapq.heappop(q.deadlines)
+                if q.deadline_at[j] == now:
+                    q.expire(j, now)
+            decide(now)
+        elif rel < math.inf and rel <= tick and rel <= arr:
             now, released = rel, 0
             while q.aborts and q.aborts[0][0] <= now:
                 j = heapq.heappop(q.aborts)[1]
@@ -442,6 +499,10 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
                 released += 1
             while q.retries and q.retries[0][0] == now:
                 q.due(heapq.heappop(q.retries)[1])
+            while q.returns and q.returns[0][0] == now:     # requeued gangs return at their places
+                j = heapq.heappop(q.returns)[1]
+                bisect.insort(q.waiting, j)
+                q.enter(j, now)
             if event_overhead:
                 q.single(now, released, discipline)
             elif not (batch and i < n and q.arrivals[i] == now):
@@ -453,9 +514,11 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
         else:
             now = arr
             q.waiting.append(i)
+            q.enter(i, now)
             i += 1
             while batch and i < n and q.arrivals[i] == now:
                 q.waiting.append(i)
+                q.enter(i, now)
                 i += 1
             decide(now)
     if failures is not None:

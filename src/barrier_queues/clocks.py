@@ -1,0 +1,269 @@
+"""Gang clocks (Appendix B, section 8): a clock on every gang that has not started, and what it does when it fires.
+
+Gang schedulers in use put a clock on a gang that waits: Kueue's ``waitForPodsReady`` evicts and requeues it
+after a backoff, the coscheduling plugin and YuniKorn give up after a timeout, Starburst's waiting policies
+let a job wait a budget that grows with its size. The model here, an option of the waiting-list scheduler
+(:mod:`barrier_queues.schedulers.waitlist`) for drawn workloads and recorded traces alike:
+
+* A **barrier job** that enters the waiting list at time ``e`` (its arrival, or its return after a backoff)
+  gets the deadline ``e + B``, ``B`` its **wait budget** (one per job, drawn or computed once, counted anew
+  from each entry). Plain (non-barrier) jobs start task by task and carry no clock.
+* If it has not started by its deadline it leaves the list. A job that starts at the instant of its deadline
+  has started: at one instant the releases, the returns and the decision come first, then the deadlines of
+  that instant fire, then one decision (a leaving head may unblock the jobs behind it).
+* ``on_budget = "leave"``: the job is **lost** (reneging; Erlang-A's abandonment). ``"requeue"``: its n-th
+  requeue (n = 1, 2, ...) waits ``min(cap, base 2^(n-1))`` (Kueue's ``requeuingStrategy`` backoff with
+  ``backoffBaseSeconds`` and ``backoffMaxSeconds``, without its jitter) and the job enters again at its
+  place in arrival order (Kueue's default ``timestamp: Creation``); when its budget fires after
+  ``requeue_limit`` requeues it is lost (Kueue's "deactivated", ``backoffLimitCount``).
+
+Budgets (``wait_budget``): a time ``B``; ``exp:MEAN``, exponential patience of that mean (drawn per job from
+a stream of its own, so that the arrivals and task times are those of the same system without a clock);
+and Starburst's ``runtime:C``, ``tasks:C``, ``work:C``: ``C r``, ``C k``, ``C k r`` with ``r`` the job's
+runtime (its largest task time; a trace's recorded runtime). ``inf`` is no clock at all: every job equals
+today's model job by job (tested).
+
+A lost job's results: ``lost`` True, ``start`` and ``departure`` the instant it left, ``completed`` 0, and
+``work`` ``k r``, the worker time it would have held (how much work was turned away); it is counted apart
+and never averaged into the served jobs' waiting or sojourn. Every job reports ``requeues`` and ``backoff``
+(its time spent away in backoffs).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._validation import ParameterError, check_choice, check_int
+
+#: what a fired budget does
+ON_BUDGET = ("leave", "requeue")
+#: the kinds of budget: a constant time, exponential patience, and Starburst's three waiting policies
+KINDS = ("time", "exp", "runtime", "tasks", "work")
+#: the system fields this module validates (``wait_budget`` first: the others need it)
+FIELDS = ("wait_budget", "on_budget", "requeue_backoff", "requeue_limit")
+#: requeues a job may make before it is lost (Kueue's backoffLimitCount is unbounded; a bound keeps 2^(n-1) finite)
+MAX_REQUEUES = 1000
+
+
+@dataclass(frozen=True)
+class WaitBudget:
+    """A wait budget: ``kind`` (one of :data:`KINDS`) and its number (the time, the mean, or C)."""
+
+    kind: str
+    value: float
+
+    def __str__(self) -> str:
+        return f"{self.value!r}" if self.kind == "time" else f"{self.kind}:{self.value!r}"
+
+    @property
+    def off(self) -> bool:
+        """An infinite constant budget: no clock."""
+        return self.kind == "time" and math.isinf(self.value)
+
+
+def parse_budget(spec) -> WaitBudget:
+    """``"30"``, ``"inf"``, ``"exp:30"``, ``"runtime:2"``, ``"tasks:0.5"`` or ``"work:0.1"`` (or a number) as a
+    :class:`WaitBudget`; a number must be >= 0 (0: a gang that cannot start at once leaves), C and MEAN > 0."""
+    if isinstance(spec, WaitBudget):
+        return spec
+    if isinstance(spec, bool):
+        raise ParameterError(f"wait_budget must be a time >= 0 or KIND:VALUE (got {spec!r})")
+    if isinstance(spec, int | float):
+        kind, text = "time", spec
+    elif isinstance(spec, str):
+        kind, sep, text = spec.strip().partition(":")
+        if not sep:
+            kind, text = "time", spec
+        if kind not in KINDS or kind == "time" and sep:
+            raise ParameterError(f"wait_budget must be a time >= 0, 'exp:MEAN', 'runtime:C', 'tasks:C' or "
+                                 f"'work:C' (got {spec!r})")
+    else:
+        raise ParameterError(f"wait_budget must be a time >= 0 or KIND:VALUE (got {spec!r})")
+    try:
+        value = float(text)
+    except ValueError:
+        raise ParameterError(f"wait_budget {spec!r}: {text!r} is not a number") from None
+    if kind == "time":
+        if math.isnan(value) or value < 0:
+            raise ParameterError(f"wait_budget must be a time >= 0 or inf (got {spec!r})")
+    elif not (math.isfinite(value) and value > 0):
+        raise ParameterError(f"wait_budget {kind}:C must have a finite C > 0 (got {spec!r})")
+    return WaitBudget(kind, value)
+
+
+def parse_backoff(spec) -> tuple[float, float]:
+    """``"BASE"`` or ``"BASE,CAP"`` (or a number, or a pair) as ``(base, cap)``: base > 0, cap >= base (default
+    infinite)."""
+    if isinstance(spec, tuple | list):
+        parts = list(spec)
+    elif isinstance(spec, str):
+        parts = spec.split(",")
+    else:
+        parts = [spec]
+    try:
+        values = [float(p) for p in parts]
+    except (TypeError, ValueError):
+        raise ParameterError(f"requeue_backoff must be BASE or BASE,CAP, numbers (got {spec!r})") from None
+    if not 1 <= len(values) <= 2:
+        raise ParameterError(f"requeue_backoff must be BASE or BASE,CAP (got {spec!r})")
+    base = values[0]
+    cap = values[1] if len(values) == 2 else math.inf
+    if not (math.isfinite(base) and base > 0) or math.isnan(cap) or cap < base:
+        raise ParameterError(f"requeue_backoff must have a finite BASE > 0 and CAP >= BASE (got {spec!r})")
+    return base, cap
+
+
+def backoff(n: int, base: float, cap: float) -> float:
+    """The wait before the n-th return (n = 1, 2, ...): ``min(cap, base 2^(n-1))`` (exact: a power of two; from
+    2^1024 on the power is infinite, as C's ``pow`` has it in the kernel)."""
+    return min(cap, base * (2.0 ** (n - 1) if n <= 1024 else math.inf))
+
+
+def enabled(system) -> bool:
+    """Whether a system has gang clocks (a wait budget other than ``inf``)."""
+    return system.wait_budget is not None and not system.wait_budget.off
+
+
+def validate(system, set_) -> None:
+    """The clock fields of a system (called once, by ``BarrierSystem``): defaults, ranges, conflicts."""
+    if system.wait_budget is None:
+        for name in FIELDS[1:]:
+            if getattr(system, name) is not None:
+                raise ParameterError(f"{name} must be None without wait_budget (got {getattr(system, name)!r}): it "
+                                     "shapes what a fired wait budget does (--wait-budget turns the clock on)")
+        return
+    budget = parse_budget(system.wait_budget)
+    set_("wait_budget", budget)
+    mode = check_choice("on_budget", "leave" if system.on_budget is None else system.on_budget, ON_BUDGET)
+    set_("on_budget", mode)
+    if mode == "leave":
+        for name in FIELDS[2:]:
+            if getattr(system, name) is not None:
+                raise ParameterError(f"{name} must be None with on_budget 'leave' (got {getattr(system, name)!r}): "
+                                     "it shapes a requeue (--on-budget requeue)")
+    else:
+        if system.requeue_backoff is None:
+            raise ParameterError("requeue_backoff must be given with on_budget 'requeue': BASE or BASE,CAP, the "
+                                 "wait before the n-th return is min(CAP, BASE 2^(n-1))")
+        base, cap = parse_backoff(system.requeue_backoff)
+        set_("requeue_backoff", (base, cap))
+        if system.requeue_limit is not None:
+            set_("requeue_limit", check_int("requeue_limit", system.requeue_limit, low=0, high=MAX_REQUEUES))
+        elif math.isinf(cap):
+            raise ParameterError("requeue_backoff needs a CAP (BASE,CAP) without requeue_limit: an uncapped "
+                                 "backoff doubles without bound")
+        limit = MAX_REQUEUES if system.requeue_limit is None else system.requeue_limit
+        if limit and not math.isfinite(backoff(limit, base, cap)):
+            raise ParameterError(f"requeue_backoff {base:g} doubled {limit - 1} times overflows: give a CAP")
+    _check_model(system, budget)
+
+
+def _check_model(system, budget: WaitBudget) -> None:
+    """What the clocks are simulated with: the waiting-list scheduler, one phase, no failures or Spark offers."""
+    for name, value, ok, why in (
+            ("placement", system.placement, "central", "the clocks are part of the waiting-list scheduler"),
+            ("phases", system.phases, 1, "a gang's runtime is its largest task time with one phase"),
+            ("overhead", system.overhead, None, "the clocks are simulated without Spark's overhead models"),
+            ("failure_rate", system.failure_rate, None, "the clocks are not yet simulated with failures")):
+        if value != ok:
+            raise ParameterError(f"{name} must be {ok!r} with wait_budget (got {value!r}): {why}")
+    if system.trace is None and system.barrier_fraction == 0:
+        raise ParameterError("wait_budget needs barrier jobs (got barrier_fraction = 0): only a gang carries a "
+                             "clock")
+
+
+def budgets(system, jobs: dict, rng: np.random.Generator | None) -> np.ndarray:
+    """Each job's wait budget (inf for a plain job): ``jobs`` holds ``tasks``, ``barrier``, ``times`` and
+    ``offsets`` (each job's first draw; one draw per job for a rigid trace); ``rng`` draws exponential
+    patience (one per job, in job order)."""
+    b = system.wait_budget
+    n = jobs["tasks"].size
+    if b.kind == "time":
+        out = np.full(n, b.value)
+    elif b.kind == "exp":
+        out = rng.standard_exponential(n) * b.value
+    elif b.kind == "tasks":
+        out = b.value * jobs["tasks"].astype(float)
+    else:
+        r = runtimes(jobs)
+        out = b.value * r if b.kind == "runtime" else b.value * jobs["tasks"] * r
+    out[~np.asarray(jobs["barrier"], dtype=bool)] = np.inf
+    return out
+
+
+def runtimes(jobs: dict) -> np.ndarray:
+    """Each job's runtime: the largest of its draws (one phase; a rigid trace's one draw)."""
+    if jobs["tasks"].size == 0:
+        return np.empty(0)
+    return np.maximum.reduceat(jobs["times"], jobs["offsets"])
+
+
+def stream(rng: np.random.Generator) -> np.random.Generator:
+    """The stream of a replication's patience draws: a child of its generator (the arrivals and task times stay
+    those of the same system without a clock)."""
+    try:
+        return rng.spawn(1)[0]
+    except (TypeError, ValueError):                     # a generator without a seed sequence
+        return np.random.default_rng(rng.integers(0, 2**63))
+
+
+def settings(system) -> dict:
+    """The kernel's and the reference's clock settings: ``requeue``, ``base``, ``cap``, ``limit`` (-1: none)."""
+    requeue = system.on_budget == "requeue"
+    base, cap = system.requeue_backoff if requeue else (0.0, 0.0)
+    limit = -1 if not requeue or system.requeue_limit is None else int(system.requeue_limit)
+    return {"requeue": requeue, "base": float(base), "cap": float(cap), "limit": limit}
+
+
+class Tally:
+    """What the clocks did in one replication, per job class, as running sums with marks, so that the counts
+    can be taken after the served jobs' warm-up (known only at the end).
+
+    Columns (:data:`COLUMNS`): submitted jobs, lost jobs, their work (``k r``), requeues, time in backoff, the
+    served jobs' work and the served jobs. A mark (the sums so far) is taken every :attr:`every` submitted
+    jobs, at most :data:`MARKS` in a run; :meth:`after` cuts at the first mark by which ``warmup`` jobs were
+    served (so up to ``every`` more jobs are left out than the warm-up itself)."""
+
+    COLUMNS = ("jobs", "lost", "lost_work", "requeues", "backoff", "served_work", "served")
+    MARKS = 1000
+
+    def __init__(self, jobs: int, classes: int):
+        self.every = max(1, -(-int(jobs) // self.MARKS))
+        self.sums = np.zeros((max(classes, 1), len(self.COLUMNS)))
+        self.seen = 0
+        self.marks: list[np.ndarray] = []
+
+    def add(self, cls, lost, work, requeues, backoff) -> None:
+        """A chunk of jobs in arrival order: class index (None: one class), lost, work, requeues, backoff."""
+        n, pos = lost.size, 0
+        while pos < n:
+            take = min(n - pos, self.every - self.seen % self.every)
+            part = slice(pos, pos + take)
+            c = np.zeros(take, dtype=np.int64) if cls is None else np.asarray(cls[part])
+            gone = np.asarray(lost[part], dtype=bool)
+            w = np.asarray(work[part], dtype=float)
+            size = self.sums.shape[0]
+            for col, values in ((0, np.ones(take)), (1, gone), (2, np.where(gone, w, 0.0)),
+                                (3, requeues[part]), (4, backoff[part]), (5, np.where(gone, 0.0, w)), (6, ~gone)):
+                self.sums[:, col] += np.bincount(c, weights=np.asarray(values, dtype=float), minlength=size)
+            self.seen += take
+            pos += take
+            if self.seen % self.every == 0:
+                self.marks.append(self.sums.copy())
+
+    def after(self, warmup: int) -> np.ndarray | None:
+        """The sums over the jobs after the first mark by which ``warmup`` jobs were served (every job for a
+        warm-up of 0); None when no mark passes it."""
+        if warmup <= 0:
+            return self.sums.copy()
+        for m in self.marks:
+            if m[:, 6].sum() >= warmup:
+                return self.sums - m
+        return None
+
+
+__all__ = ["FIELDS", "KINDS", "ON_BUDGET", "WaitBudget", "backoff", "budgets", "enabled", "parse_backoff",
+           "parse_budget", "runtimes", "settings", "stream", "validate", "Tally"]
