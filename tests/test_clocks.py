@@ -1,0 +1,224 @@
+"""Gang clocks (EXTENSIONS.md section 8): kernel = plain reference job by job, across chunk boundaries; no clock
+= today's model; queueing oracles M/M/s+M (Erlang-A) and M/M/s/s (Erlang-B); what a requeue costs."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+import barrier_queues as bq
+from barrier_queues import clocks
+from barrier_queues.inputs import chunk_jobs, draw_jobs
+from barrier_queues.runs import run_replication
+from barrier_queues.schedulers import waitlist
+from barrier_queues.schedulers.waitlist_reference import simulate_waitlist_reference
+
+S = bq.BarrierSystem
+FIELDS = ("start", "departure", "work", "useful", "completed", "lost", "requeues", "backoff")
+
+SYSTEMS = {
+    "heterogeneous k": dict(servers=16, tasks_pmf={2: 0.6, 8: 0.3, 16: 0.1}, arrival_rate=0.9),
+    "hybrid": dict(servers=12, tasks_pmf={1: 0.5, 3: 0.3, 12: 0.2}, barrier_fraction=0.7, arrival_rate=1.0),
+    "2-barrier powers of two": dict(servers=16, tasks_pmf={2: 0.6, 8: 0.3, 16: 0.1}, barriers=2, arrival_rate=0.5),
+    "classes, Erlang tasks": dict(servers=8, workload=[{"share": 0.7, "tasks": 1, "task_dist": "erlang:shape=3,rate=3"},
+                                                       {"share": 0.3, "tasks": 8}], arrival_rate=1.5),
+}
+CLOCKS = {
+    "constant, leave": dict(wait_budget=2.0),
+    "zero, leave": dict(wait_budget=0),
+    "patience, leave": dict(wait_budget="exp:3"),
+    "runtime, requeue": dict(wait_budget="runtime:1.5", on_budget="requeue", requeue_backoff="0.5,4"),
+    "tasks, requeue twice": dict(wait_budget="tasks:0.3", on_budget="requeue", requeue_backoff=1, requeue_limit=2),
+    "work, requeue never": dict(wait_budget="work:0.05", on_budget="requeue", requeue_backoff="1", requeue_limit=0),
+}
+
+
+def _same(kernel, ref, fields=FIELDS):
+    for key in fields:
+        assert np.array_equal(np.asarray(kernel[key]), np.asarray(ref[key])), key
+
+
+def _with_budgets(system, n, seed):
+    inputs = draw_jobs(system, n, np.random.default_rng(seed))
+    inputs["budget"] = clocks.budgets(system, inputs, np.random.default_rng(seed + 1))
+    return inputs
+
+
+@pytest.mark.parametrize("clock", CLOCKS)
+@pytest.mark.parametrize("name", SYSTEMS)
+@pytest.mark.parametrize("discipline", ("fcfs", "first-fit", "backfill", "server-filling"))
+def test_the_kernel_equals_its_reference_job_by_job(discipline, name, clock):
+    try:
+        system = S(**SYSTEMS[name], scheduling=discipline, **CLOCKS[clock])
+    except bq.ParameterError:
+        assert discipline == "server-filling"            # defined for 2-barrier powers of two only
+        return
+    inputs = _with_budgets(system, 2500, seed=11)
+    kernel = waitlist.run_inputs(system, inputs)
+    _same(kernel, waitlist.reference(system, inputs))
+    if clock == "work, requeue never":                   # a limit of 0: the first firing loses the job
+        assert not kernel["requeues"].any()
+
+
+@pytest.mark.parametrize("discipline", ("fcfs", "first-fit", "backfill"))
+def test_across_chunk_boundaries_a_replication_equals_the_reference_on_its_inputs(discipline):
+    """Gangs of 2,048 tasks make chunks of 2,048 jobs: waiting, requeued and returning gangs cross chunk
+    boundaries (their heap entries renumbered as the window moves)."""
+    system = S(servers=2048, tasks_pmf={1: 0.9, 2048: 0.1}, arrival_rate=0.9, scheduling=discipline,
+               wait_budget="exp:2", on_budget="requeue", requeue_backoff="0.5,3", requeue_limit=3)
+    size = chunk_jobs(system)
+    assert size == 2048
+    jobs = 5000
+    rep = run_replication(system, jobs, np.random.default_rng(5), keep_jobs=True, warmup=0)
+    rng = np.random.default_rng(5)
+    crng = clocks.stream(rng)
+    parts, done, start = [], 0, 0.0
+    while done < jobs:
+        part = draw_jobs(system, min(size, jobs - done), rng, start_time=start)
+        part["budget"] = clocks.budgets(system, part, crng)
+        parts.append(part)
+        done += part["arrival"].size
+        start = part["arrival"][-1]
+    cat = {key: np.concatenate([p[key] for p in parts]) for key in ("arrival", "tasks", "barrier", "times", "budget")}
+    ref = simulate_waitlist_reference(cat["arrival"], cat["tasks"], cat["barrier"], cat["times"], 2048, discipline,
+                                      release="fixed", clock={**clocks.settings(system), "budgets": cat["budget"]})
+    _same(rep.jobs, ref)
+    assert rep.jobs["requeues"].sum() > 100 and rep.jobs["lost"].sum() > 10       # the clocks did act
+
+
+@pytest.mark.parametrize("discipline", ("fcfs", "first-fit", "backfill"))
+def test_an_infinite_budget_is_todays_model_job_by_job(discipline):
+    plain = S(servers=16, tasks_pmf={2: 0.6, 8: 0.3, 16: 0.1}, arrival_rate=0.9, scheduling=discipline)
+    timed = plain.replace(wait_budget="inf")
+    assert not clocks.enabled(timed)
+    a = bq.simulate(plain, jobs=20_000, replications=1, seed=3, keep_jobs=True).replications[0].jobs
+    b = bq.simulate(timed, jobs=20_000, replications=1, seed=3, keep_jobs=True).replications[0].jobs
+    _same(a, b, FIELDS[:5])
+    # and a budget no job reaches: the clock runs but never fires
+    long = plain.replace(wait_budget=1e6, on_budget="requeue", requeue_backoff="1,2")
+    c = bq.simulate(long, jobs=20_000, replications=1, seed=3, keep_jobs=True).replications[0].jobs
+    _same(a, c, FIELDS[:5])
+    assert not c["lost"].any() and not c["requeues"].any()
+
+
+def _erlang_a(s, lam, mu, theta, n_max=2000):
+    """M/M/s+M by its birth-death chain (truncated where the tail is below 1e-300), independently of any closed
+    form: the share of jobs that abandon, and the served jobs' mean waiting (an arrival that finds j waiting
+    moves up at rate s mu + i theta with i ahead, and leaves at rate theta: it is served with probability
+    prod (s mu + i theta) / (s mu + (i + 1) theta) and waits a sum of the phases' mean lengths)."""
+    logp = np.zeros(n_max)
+    for n in range(1, n_max):
+        death = min(n, s) * mu + max(n - s, 0) * theta
+        logp[n] = logp[n - 1] + math.log(lam / death)
+    p = np.exp(logp - logp.max())
+    p /= p.sum()
+    abandon = theta * sum(p[n] * (n - s) for n in range(s, n_max)) / lam
+    served = p[:s].sum()
+    waiting = 0.0
+    for n in range(s, n_max - 1):
+        j = n - s
+        i = np.arange(j + 1)
+        rates = s * mu + i * theta
+        prob = np.prod(rates / (rates + theta))
+        served += p[n] * prob
+        waiting += p[n] * prob * np.sum(1.0 / (rates + theta))
+    return abandon, waiting / served
+
+
+def test_one_task_jobs_with_exponential_patience_are_erlang_a():
+    """k = 1, exponential tasks and patience, fcfs: M/M/s+M. The exact abandonment share and served mean
+    waiting must lie in the run's 95 % t intervals over 4 replications (the tolerance: those intervals)."""
+    s, lam, mu, theta = 4, 4.4, 1.0, 0.5                   # offered load 1.1: stable only through abandonment
+    system = S(servers=s, tasks=1, arrival_rate=lam, wait_budget=f"exp:{1 / theta}")
+    out = bq.simulate(system, jobs=200_000, replications=4, seed=7).summary()
+    abandon, waiting = _erlang_a(s, lam, mu, theta)
+    lo, hi = out["clocks"]["ci"]["lost_share"]
+    assert lo <= abandon <= hi, (abandon, lo, hi)
+    lo, hi = out["ci"]["waiting"]
+    assert lo <= waiting <= hi, (waiting, lo, hi)
+    assert out["stable"] is True                          # it loses jobs instead of growing
+
+
+def test_a_zero_budget_with_one_task_jobs_is_erlang_b():
+    """Budget 0: a job that cannot start at once leaves (M/M/s/s). Erlang's B formula (its recursion) must lie
+    in the lost share's 95 % t interval over 4 replications; the served jobs never wait."""
+    s, lam = 5, 4.0
+    system = S(servers=s, tasks=1, arrival_rate=lam, wait_budget=0, scheduling="first-fit")
+    out = bq.simulate(system, jobs=200_000, replications=4, seed=8).summary()
+    b = 1.0
+    for n in range(1, s + 1):
+        b = lam * b / (n + lam * b)
+    lo, hi = out["clocks"]["ci"]["lost_share"]
+    assert lo <= b <= hi, (b, lo, hi)
+    assert out["mean_waiting"] == 0.0
+
+
+def test_requeues_wait_their_backoffs_and_stop_at_the_limit():
+    system = S(servers=16, tasks_pmf={2: 0.6, 16: 0.4}, arrival_rate=0.5, scheduling="first-fit",
+               wait_budget="runtime:1", on_budget="requeue", requeue_backoff="0.25,2", requeue_limit=4)
+    jobs = bq.simulate(system, jobs=20_000, replications=1, seed=2, keep_jobs=True).replications[0].jobs
+    n = jobs["requeues"]
+    assert n.max() == 4 and (n[jobs["lost"]] == 4).all()
+    expected = np.array([sum(min(2.0, 0.25 * 2 ** (i - 1)) for i in range(1, m + 1)) for m in n])
+    assert np.array_equal(jobs["backoff"], expected)
+    served = ~jobs["lost"]
+    # a served gang waited at least the backoffs it was away for
+    assert (jobs["start"][served] - jobs["arrival"][served] >= jobs["backoff"][served]).all()
+    lost = jobs["lost"]
+    assert (jobs["completed"][lost] == 0).all() and (jobs["departure"][lost] == jobs["start"][lost]).all()
+
+
+def test_lost_jobs_are_counted_apart_per_class_and_never_measured():
+    system = S(servers=16, tasks_pmf={2: 0.6, 8: 0.3, 16: 0.1}, arrival_rate=1.2, scheduling="first-fit",
+               wait_budget="runtime:2")
+    result = bq.simulate(system, jobs=50_000, replications=2, seed=1, keep_jobs=True)
+    out = result.summary()
+    jobs = result.replications[0].jobs
+    assert jobs["lost"].any()
+    waiting = result.metric("waiting", replication=0)
+    served = ~jobs["lost"]
+    assert waiting.size == served.sum() - result.stats[0].warmup
+    rows = {r["tasks"]: r for r in out["classes"]}
+    assert rows[16]["lost_share"] > 10 * rows[2]["lost_share"]      # first-fit's widest gangs run out of time
+    assert sum(r["lost_jobs"] for r in out["clocks"]["classes"]) == out["clocks"]["lost_jobs"]
+    # the tally against the kept jobs (no warm-up cut: every job)
+    tally = result.stats[0].extra["clocks"].after(0).sum(axis=0)
+    assert tally[1] == jobs["lost"].sum() and tally[0] == jobs["lost"].size
+    assert math.isclose(tally[2], jobs["work"][jobs["lost"]].sum(), rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(on_budget="requeue"), "on_budget must be None without wait_budget"),
+    (dict(wait_budget=5, on_budget="requeue"), "requeue_backoff must be given"),
+    (dict(wait_budget=5, requeue_limit=2), "requeue_limit must be None with on_budget 'leave'"),
+    (dict(wait_budget=5, on_budget="requeue", requeue_backoff=1), "needs a CAP"),
+    (dict(wait_budget=5, on_budget="requeue", requeue_backoff="2,1"), "CAP >= BASE"),
+    (dict(wait_budget="exp:0"), "finite C > 0"),
+    (dict(wait_budget="patience:3"), "wait_budget must be a time"),
+    (dict(wait_budget=-1), "time >= 0"),
+    (dict(wait_budget=5, phases=2), "phases must be 1 with wait_budget"),
+    (dict(wait_budget=5, failure_rate=0.1), "failure_rate must be None with wait_budget"),
+])
+def test_bad_clock_settings_are_refused_in_one_line(bad, message):
+    with pytest.raises(bq.ParameterError, match=message):
+        S(servers=8, tasks=2, arrival_rate=1.0, **bad)
+
+
+def test_a_saturated_run_with_a_clock_is_refused():
+    system = S(servers=8, tasks=2, wait_budget=3)
+    with pytest.raises(bq.ParameterError, match="saturated"):
+        bq.saturated_throughput(system, jobs=1000, replications=2)
+
+
+def test_budgets_are_the_starburst_policies_of_each_job():
+    system = S(servers=8, tasks_pmf={1: 0.5, 4: 0.5}, barrier_fraction=0.5, arrival_rate=1.0, wait_budget="work:2")
+    inputs = draw_jobs(system, 500, np.random.default_rng(1))
+    b = clocks.budgets(system, inputs, None)
+    k, off = inputs["tasks"], inputs["offsets"]
+    r = np.array([inputs["times"][o:o + n].max() for o, n in zip(off, k, strict=True)])
+    assert np.array_equal(b[inputs["barrier"]], (2 * k * r)[inputs["barrier"]])
+    assert np.isinf(b[~inputs["barrier"]]).all()                   # plain jobs carry no clock
+    patience = clocks.budgets(system.replace(wait_budget="exp:3"), inputs, np.random.default_rng(2))
+    barrier = patience[inputs["barrier"]]
+    assert sps.kstest(barrier / 3, "expon").pvalue > 1e-3
