@@ -183,7 +183,7 @@ def test_lost_jobs_are_counted_apart_per_class_and_never_measured():
     assert rows[16]["lost_share"] > 10 * rows[2]["lost_share"]      # first-fit's widest gangs run out of time
     assert sum(r["lost_jobs"] for r in out["clocks"]["classes"]) == out["clocks"]["lost_jobs"]
     # the tally against the kept jobs (no warm-up cut: every job)
-    tally = result.stats[0].extra["clocks"].after(0).sum(axis=0)
+    tally = clocks.tally_after(result.stats[0].extra["clocks"], 0).sum(axis=0)
     assert tally[1] == jobs["lost"].sum() and tally[0] == jobs["lost"].size
     assert math.isclose(tally[2], jobs["work"][jobs["lost"]].sum(), rel_tol=1e-12)
 

@@ -213,8 +213,8 @@ def _choice(name, choices):
     return parse
 
 
-#: choice options a sweep may list (their values hold no comma)
-LISTED_CHOICES = ("scheduling",)
+#: choice and text options a sweep may list (their values hold no comma)
+LISTED_CHOICES = ("scheduling", "wait_budget", "on_budget")
 
 
 def _add_system_options(p, names=None, lists: bool = False, required=()):
@@ -498,6 +498,8 @@ def _print_simulation(out: dict) -> None:
         extra.append(f"batch sampling d = {cfg['probe_ratio']}")
     if cfg.get("scheduling", "fcfs") != "fcfs":
         extra.append(f"{cfg['scheduling']} scheduling")
+    if cfg.get("wait_budget") is not None:
+        extra.append(_clock_words(cfg))
     needed = "" if cfg["needed"] is None else f"l = {cfg['needed']}, "
     print(f"system        s = {cfg['servers']}, k = {k}, {needed}{cfg['barriers']}-barrier, "
           f"barrier fraction {cfg['barrier_fraction']}, task law {_law_words(cfg['task_dist'])}"
@@ -546,10 +548,41 @@ def _print_simulation(out: dict) -> None:
                  if c["stable"] is False else "; cannot tell (none of its jobs started before the last arrival)"))
     if "aborted_share" in out:
         _print_failures(out)
+    if "clocks" in out:
+        _print_clocks(out)
     for w in out.get("warnings") or []:
         print(f"warning       {w}")
     print(f"speed         {out['jobs_per_second']:,.0f} jobs/s end to end, "
           f"{out['kernel_jobs_per_second']:,.0f} jobs/s in the kernel")
+
+
+def _clock_words(cfg: dict) -> str:
+    """A system's gang clock in words, from its description."""
+    words = f"wait budget {cfg['wait_budget']}, then {'the gang leaves' if cfg['on_budget'] == 'leave' else 'requeue'}"
+    if cfg["on_budget"] == "requeue":
+        base, _, cap = cfg["requeue_backoff"].partition(",")
+        words += f" after min({cap or 'inf'}, {base} x 2^(n-1))"
+        words += "" if cfg["requeue_limit"] is None else f", lost after {cfg['requeue_limit']} requeue(s)"
+    return words
+
+
+def _print_clocks(out: dict) -> None:
+    """A run with gang clocks: what the rows above cover, and what the clocks turned away, overall and per
+    class."""
+    c = out["clocks"]
+
+    def share(row: dict, ci: dict) -> str:
+        interval = ci.get("lost_share")
+        inside = f" (95% CI [{interval[0]:.2%}, {interval[1]:.2%}])" if interval else ""
+        return (f"{row['lost_jobs']:,} of {row['jobs']:,} lost, {_fmt(row['lost_share'], '.2%')}{inside}; "
+                f"{_fmt(row['lost_work_share'], '.2%')} of the work; {_fmt(row['requeues_per_job'], '.4f')} "
+                f"requeues and {_fmt(row['backoff_per_job'], '.4g')} time in backoff per job")
+
+    print(f"clocks        the rows above are the served jobs; of the jobs submitted after the warm-up "
+          f"{share(c, c['ci'])}")
+    for row in c.get("classes", []):
+        label = f"k = {row['tasks']}{'' if row['barrier'] else ' plain'}"
+        print(f"{label:<13} {share(row, row['ci'])}")
 
 
 def _print_failures(out: dict) -> None:
@@ -639,6 +672,7 @@ def _print_verdict(out: dict) -> None:
     stab = out["stability"]
     stable = "cannot tell" if out["stable"] is None else out["stable"]
     limit = ("no lambda_max known for this system" if stab["method"] is None
+             else f"no lambda_max: {stab['method']}" if stab["lambda_max"] is None
              else f"lambda_max {_fmt(stab['lambda_max'], '.6g')} by {stab['method']}")
     print(f"stable        {stable} ({limit}; "
           f"waiting-time drift tau {_fmt(stab['kendall_tau'], '.2f')}; {stab['unstarted']:,} job(s) still waiting "
@@ -752,13 +786,18 @@ def _trace_sweep(args) -> dict:
     if given:
         raise ParameterError(f"--trace takes its workload from the trace: {', '.join(given)} must not be given with "
                              "it (a trace sweep varies --servers, --scheduling, --estimates and --load-scale)")
-    failures = {}
-    for name in ("failure_rate", "max_attempts", "resubmit_delay"):
+    from .replay import GRID_OPTIONS
+
+    failures = {}                                   # every other field a replay reads: one value for all points
+    for name in REPLAY_FIELDS:
         value = getattr(args, name)
-        if value is not None and len(value) > 1:
-            raise ParameterError(f"--{name.replace('_', '-')} must be one value with --trace (got {value})")
-        failures[name] = None if value is None else value[0]
-    _seed_needs_failures(failures["failure_rate"], args.seed)
+        if name in GRID_OPTIONS or value is None:
+            continue
+        if isinstance(value, list) and len(value) > 1:
+            raise ParameterError(f"--{name.replace('_', '-')} must be one value with --trace (got {value}): a trace "
+                                 "sweep varies --servers, --scheduling, --estimates and --load-scale")
+        failures[name] = value[0] if isinstance(value, list) else value
+    _seed_needs_failures(failures.get("failure_rate"), args.seed, failures.get("wait_budget"))
     grid = {"servers": args.servers, "scheduling": args.scheduling, "estimates": args.estimates,
             "load_scale": args.load_scale}
     table = trace_sweep(args.trace, {k: v for k, v in grid.items() if v is not None}, args.out, fmt=args.format,
@@ -776,9 +815,10 @@ def _print_sweep(out: dict) -> None:
         print(table[cols].astype(object).where(table[cols].notna(), "-").to_string(index=False))
         print(f"{out['points']} points in {out['out']}")
         return
-    cols = [c for c in ("point", "servers", "tasks", "scheduling", "estimates", "load_scale", "arrival_rate",
-                        "utilization", "mean_waiting", "mean_sojourn", "mean_bounded_slowdown", "sojourn_q0.99",
-                        "stable") if c in table.columns]
+    cols = [c for c in ("point", "servers", "tasks", "scheduling", "estimates", "load_scale", "wait_budget",
+                        "on_budget", "arrival_rate", "utilization", "mean_waiting", "mean_sojourn",
+                        "mean_bounded_slowdown", "sojourn_q0.99", "lost_share", "requeues_per_job", "stable")
+            if c in table.columns]
     print(table[cols].to_string(index=False))
     print(f"{out['points']} points in {out['out']} ({out['backend']} backend)")
 
@@ -1223,23 +1263,29 @@ def _replay(args) -> dict:
                     estimates=args.estimates[0], load_scale=args.load_scale[0], **_replay_failures(args))
     out = result.summary(tau=args.bsld_tau, trim=args.trim, size_edges=edges)
     if args.jobs_out:
-        result.jobs[["job_id", "submit", "start", "end", "tasks"]].to_csv(args.jobs_out, index=False,
-                                                                         float_format="%.17g")
+        columns = ["job_id", "submit", "start", "end", "tasks"] + [c for c in ("lost", "requeues", "backoff")
+                                                                   if c in result.jobs]
+        result.jobs[columns].to_csv(args.jobs_out, index=False, float_format="%.17g")
         out["jobs_out"] = args.jobs_out
     return out
 
 
-def _seed_needs_failures(failure_rate, seed) -> None:
-    """A replay's only randomness is its failure clocks: a seed without a failure rate is refused, not ignored."""
-    if failure_rate is None and seed is not None:
-        raise ParameterError(f"--seed must come with --failure-rate (got --seed {seed} alone): a replay without "
-                             "failures has no randomness")
+def _seed_needs_failures(failure_rate, seed, wait_budget=None) -> None:
+    """A replay's only randomness is its failure clocks and exponential patience: a seed without either is
+    refused, not ignored."""
+    patience = isinstance(wait_budget, str) and wait_budget.strip().startswith("exp:")
+    if failure_rate is None and not patience and seed is not None:
+        raise ParameterError(f"--seed must come with --failure-rate or --wait-budget exp:MEAN (got --seed {seed} "
+                             "alone): a replay without them has no randomness")
 
 
 def _replay_failures(args) -> dict:
-    _seed_needs_failures(args.failure_rate, args.seed)
+    """A replay's failure and clock options, and its seed."""
+    _seed_needs_failures(args.failure_rate, args.seed, args.wait_budget)
+    clock = {name: getattr(args, name) for name in ("wait_budget", "on_budget", "requeue_backoff", "requeue_limit")
+             if getattr(args, name) is not None}
     return {"failure_rate": args.failure_rate, "max_attempts": args.max_attempts,
-            "resubmit_delay": args.resubmit_delay, "seed": 0 if args.seed is None else args.seed}
+            "resubmit_delay": args.resubmit_delay, "seed": 0 if args.seed is None else args.seed, **clock}
 
 
 def _print_replay(out: dict) -> None:
@@ -1261,6 +1307,15 @@ def _print_replay(out: dict) -> None:
               f"{f['max_attempts'] or 'unlimited'} attempts, resubmit delay {f['resubmit_delay']:g}, "
               f"seed {f['seed']}: {out['aborted_jobs']} jobs aborted (not in the means), "
               f"{out['mean_attempts']:.4g} attempts per job")
+    if out.get("clocks"):
+        c = out["clocks"]
+        requeue = (f", requeued after min({c['requeue_backoff'][1]:g}, {c['requeue_backoff'][0]:g} x 2^(n-1))"
+                   + (f", lost after {c['requeue_limit']} requeue(s)" if c["requeue_limit"] is not None else "")
+                   if c["on_budget"] == "requeue" else ", then the job leaves")
+        print(f"clocks            wait budget {c['wait_budget']}{requeue}: {out['lost_jobs']} jobs lost "
+              f"({_fmt(out['lost_share'], '.2%')}; {_fmt(out['lost_work_share'], '.2%')} of the work; not in the "
+              f"means), {_fmt(out['requeues_per_job'], '.4g')} requeues and {_fmt(out['backoff_per_job'], '.4g')} "
+              "time in backoff per job")
     if out["mean_waiting"] is None:
         print("metrics           no job measured")
         return
@@ -1270,10 +1325,13 @@ def _print_replay(out: dict) -> None:
           f"(tau {out['bsld_tau']:g})")
     util = "not defined" if out["utilization"] is None else f"{out['utilization']:.4f}"
     print(f"utilization       {util}; makespan {out['makespan']:.6g}")
-    print(f"{'size class':<12}{'jobs':>8}{'mean wait':>14}{'max wait':>14}{'mean bsld':>12}{'max bsld':>12}")
+    lost = "lost_share" in out
+    print(f"{'size class':<12}{'jobs':>8}{'mean wait':>14}{'max wait':>14}{'mean bsld':>12}{'max bsld':>12}"
+          + (f"{'lost':>9}" if lost else ""))
     for c in out["classes"]:
-        print(f"{c['class']:<12}{c['jobs']:>8}{c['mean_waiting']:>14.6g}{c['max_waiting']:>14.6g}"
-              f"{c['mean_bounded_slowdown']:>12.4g}{c['max_bounded_slowdown']:>12.4g}")
+        print(f"{c['class']:<12}{c['jobs']:>8}{_fmt(c['mean_waiting'], '>14.6g')}{_fmt(c['max_waiting'], '>14.6g')}"
+              f"{_fmt(c['mean_bounded_slowdown'], '>12.4g')}{_fmt(c['max_bounded_slowdown'], '>12.4g')}"
+              + (_fmt(c["lost_share"], ">9.2%") if lost else ""))
     if out.get("jobs_out"):
         print(f"jobs written to   {out['jobs_out']}")
 
@@ -1286,7 +1344,11 @@ REPLAY_FIELDS = {"servers": (None, "default: the log's MaxProcs"),
                  "load_scale": ([1.0], ""),
                  "failure_rate": (None, "per trace time unit"),
                  "max_attempts": (None, ""),
-                 "resubmit_delay": (None, "")}
+                 "resubmit_delay": (None, ""),
+                 "wait_budget": (None, "in the log's time unit; 'exp:MEAN' patience is drawn from --seed"),
+                 "on_budget": (None, ""),
+                 "requeue_backoff": (None, ""),
+                 "requeue_limit": (None, "")}
 
 
 def _replay_system_options(rp) -> None:

@@ -254,16 +254,22 @@ class Tally:
             if self.seen % self.every == 0:
                 self.marks.append(self.sums.copy())
 
-    def after(self, warmup: int) -> np.ndarray | None:
-        """The sums over the jobs after the first mark by which ``warmup`` jobs were served (every job for a
-        warm-up of 0); None when no mark passes it."""
-        if warmup <= 0:
-            return self.sums.copy()
-        for m in self.marks:
-            if m[:, 6].sum() >= warmup:
-                return self.sums - m
-        return None
+    def state(self) -> dict:
+        """The tally as plain arrays (kept with a replication's statistics, and on disk by a sweep):
+        ``every``, ``sums`` (class x column) and ``marks`` (mark x class x column)."""
+        marks = np.stack(self.marks) if self.marks else np.empty((0, *self.sums.shape))
+        return {"every": self.every, "sums": self.sums.copy(), "marks": marks}
+
+
+def tally_after(state: dict, warmup: int) -> np.ndarray | None:
+    """A tally's sums (:meth:`Tally.state`) over the jobs after the first mark by which ``warmup`` jobs were
+    served (every job for a warm-up of 0); None when no mark passes it."""
+    if warmup <= 0:
+        return state["sums"].copy()
+    served = state["marks"][:, :, 6].sum(axis=1)
+    at = int(np.searchsorted(served, warmup))
+    return state["sums"] - state["marks"][at] if at < served.size else None
 
 
 __all__ = ["FIELDS", "KINDS", "ON_BUDGET", "WaitBudget", "backoff", "budgets", "enabled", "parse_backoff",
-           "parse_budget", "runtimes", "settings", "stream", "validate", "Tally"]
+           "parse_budget", "runtimes", "settings", "stream", "tally_after", "validate", "Tally"]

@@ -27,6 +27,13 @@ instant needs them all, and a failed job waiting again is one more event of the 
 is then its execution (first start to end, retries included), its ``start`` that of its first attempt, and
 aborted jobs are counted apart and left out of the means.
 
+**Gang clocks** (Appendix B, section 8: ``wait_budget``, ``on_budget``, ``requeue_backoff``,
+``requeue_limit``; :mod:`barrier_queues.clocks`): a job that waits its budget since it (last) entered the
+queue leaves, lost or requeued after a backoff; ``runtime:C`` and ``work:C`` budgets read the log's runtimes,
+``exp:MEAN`` patience is drawn from ``seed``. A lost job's ``start`` and ``end`` are when it left; it is
+counted apart (``lost_jobs``, ``lost_share``, ``lost_work_share``: its ``k r`` over all submitted work, per
+class too) and left out of the means and of the utilization.
+
 Metrics (:func:`trace_metrics`, overall and per size class of ``k``): waiting ``w`` = start - submit,
 sojourn = end - submit, **bounded slowdown** ``max(1, (w + r) / max(r, tau))`` with runtime ``r`` (a job's
 execution: start to end) and ``tau`` = 10 s, their means and maxima; utilization ``sum(work) / (s (last end -
@@ -43,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from . import clocks
 from ._validation import ParameterError, check_int, check_positive
 from .trace_workload import ESTIMATES
 from .traces import Trace
@@ -66,6 +74,7 @@ class ReplayResult:
     load_scale: float
     trace: dict
     failures: dict | None = None
+    clocks: dict | None = None
 
     def metrics(self, tau: float = BSLD_TAU, trim: bool = False, size_edges=None) -> dict:
         """The field's metrics (:func:`trace_metrics`)."""
@@ -74,7 +83,7 @@ class ReplayResult:
     def summary(self, tau: float = BSLD_TAU, trim: bool = False, size_edges=None) -> dict:
         """Everything a report needs, JSON-ready: the setting, the trace and the metrics."""
         return {"servers": self.servers, "scheduling": self.scheduling, "estimates": self.estimates,
-                "load_scale": self.load_scale, "failures": self.failures, "trace": self.trace,
+                "load_scale": self.load_scale, "failures": self.failures, "clocks": self.clocks, "trace": self.trace,
                 **self.metrics(tau=tau, trim=trim, size_edges=size_edges)}
 
 
@@ -91,9 +100,10 @@ def check_estimates(schedulings, estimates) -> None:
 
 def trace_system(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", estimates: str = "exact",
                  load_scale: float = 1.0, failure_rate: float | None = None, max_attempts: int | None = None,
-                 resubmit_delay: float | None = None):
+                 resubmit_delay: float | None = None, **clock):
     """The :class:`~barrier_queues.system.BarrierSystem` whose workload is ``trace`` (on the log's own machine
-    size unless ``servers`` is given), validated once like any other."""
+    size unless ``servers`` is given), validated once like any other; ``clock``: the gang clock's fields
+    (:data:`barrier_queues.clocks.FIELDS`)."""
     from .system import BarrierSystem
 
     if not isinstance(trace, Trace):
@@ -106,21 +116,25 @@ def trace_system(trace: Trace, servers: int | None = None, scheduling: str = "fc
         raise ParameterError("scheduling must be fcfs, first-fit or backfill with failure_rate (got "
                              "'server-filling'): its choice among jobs submitted at one instant needs them all, and "
                              "a failed job waiting again is one more event of the instant")
+    unknown = sorted(set(clock) - set(clocks.FIELDS))
+    if unknown:
+        raise ParameterError(f"replay takes the clock options {', '.join(clocks.FIELDS)} (got unknown {unknown})")
     return BarrierSystem(servers=servers, scheduling=scheduling, trace=trace, estimates=estimates,
                          load_scale=load_scale, failure_rate=failure_rate, max_attempts=max_attempts,
-                         resubmit_delay=resubmit_delay)
+                         resubmit_delay=resubmit_delay, **clock)
 
 
 def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", estimates: str = "exact",
            load_scale: float = 1.0, failure_rate: float | None = None, max_attempts: int | None = None,
-           resubmit_delay: float | None = None, seed: int = 0) -> ReplayResult:
+           resubmit_delay: float | None = None, seed: int = 0, **clock) -> ReplayResult:
     """Replay ``trace`` on ``servers`` workers (default: the log's own machine size) under ``scheduling``;
-    with ``failure_rate``, failures of running tasks (module docstring; ``seed`` draws their clocks)."""
+    with ``failure_rate``, failures of running tasks (module docstring; ``seed`` draws their clocks); with
+    ``clock`` (``wait_budget``, ...), gang clocks (``seed`` draws exponential patience)."""
     from .runs import ensure_compiled
     from .schedulers import waitlist
 
     system = trace_system(trace, servers, scheduling, estimates, load_scale, failure_rate, max_attempts,
-                          resubmit_delay)
+                          resubmit_delay, **clock)
     work = system.trace
     jobs = work.jobs
     ensure_compiled(system.placement)
@@ -133,7 +147,11 @@ def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", e
         fail = {"failure_rate": system.failure_rate, "max_attempts": system.max_attempts,
                 "resubmit_delay": system.resubmit_delay, "retry_work": "identical", "seed": seed}
     else:
-        out = waitlist.run_inputs(system, work.inputs(system.estimates))
+        inputs = work.inputs(system.estimates)
+        if clocks.enabled(system):
+            seed = check_int("seed", seed, low=0, high=2**63 - 1, high_name="2^63 - 1")
+            inputs["budget"] = clocks.budgets(system, inputs, np.random.default_rng(seed))
+        out = waitlist.run_inputs(system, inputs)
         runtime = (jobs.runtime.to_numpy() if work.rigid
                    else np.asarray(out["departure"], dtype=float) - np.asarray(out["start"], dtype=float))
         job_work = work.work
@@ -145,8 +163,15 @@ def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", e
                           "work": job_work})
     if fail is not None:
         table["attempts"], table["aborted"] = np.asarray(out["attempts"]), np.asarray(out["aborted"], dtype=bool)
+    clock_setting = None
+    if clocks.enabled(system):
+        table["lost"], table["requeues"] = np.asarray(out["lost"], dtype=bool), np.asarray(out["requeues"])
+        table["backoff"] = np.asarray(out["backoff"], dtype=float)
+        clock_setting = {"wait_budget": str(system.wait_budget), "on_budget": system.on_budget,
+                         "requeue_backoff": list(system.requeue_backoff) if system.requeue_backoff else None,
+                         "requeue_limit": system.requeue_limit, "seed": seed}
     return ReplayResult(table, system.servers, system.scheduling, system.estimates, system.load_scale,
-                        work.describe(), fail)
+                        work.describe(), fail, clock_setting)
 
 
 def failure_inputs(system, seed, raw: bool = False) -> dict:
@@ -198,6 +223,7 @@ def trace_metrics(jobs: pd.DataFrame, servers: int, tau: float = BSLD_TAU, trim:
     span = float(end.max() - submit.min())
     measured = np.ones(len(jobs), dtype=bool)
     aborted = jobs.aborted.to_numpy(dtype=bool) if "aborted" in jobs else np.zeros(len(jobs), dtype=bool)
+    lost = jobs.lost.to_numpy(dtype=bool) if "lost" in jobs else np.zeros(len(jobs), dtype=bool)
     if trim:
         measured[:math.ceil(TRIM_SHARE * len(jobs))] = False
         measured &= end <= submit.max()
@@ -205,22 +231,39 @@ def trace_metrics(jobs: pd.DataFrame, servers: int, tau: float = BSLD_TAU, trim:
     sojourn = end - submit
     bsld = np.maximum(1.0, (w + runtime) / np.maximum(runtime, tau))
     cls, labels = size_classes(tasks, servers, size_edges)
-    m = measured & ~aborted                      # (aborted jobs are counted apart)
+    m = measured & ~aborted & ~lost              # (aborted and lost jobs are counted apart)
     out = {"jobs": int(len(jobs)), "measured_jobs": int(m.sum()),
            "trimming": ("first 1 % of the jobs and those ending after the last submission left out (Tsafrir, "
                         "Etsion & Feitelson 2007)") if trim else "none: every job", "bsld_tau": tau,
            **{key: v for key, v in _block(w[m], sojourn[m], bsld[m], int(m.sum())).items() if key != "jobs"},
-           "utilization": float(work.sum() / (servers * span)) if span > 0 else None, "makespan": span,
+           "utilization": float(work[~lost].sum() / (servers * span)) if span > 0 else None, "makespan": span,
            "classes": []}
     if "attempts" in jobs:
         out["aborted_jobs"] = int(aborted.sum())
         out["mean_attempts"] = float(jobs.attempts.to_numpy().mean())
+    if "lost" in jobs:
+        out.update(_lost(measured, lost, work, jobs.requeues.to_numpy(), jobs.backoff.to_numpy(dtype=float)))
     out.pop("share")
     for c, label in enumerate(labels):
         sel = m & (cls == c)
-        if sel.any():
-            out["classes"].append({"class": label, **_block(w[sel], sojourn[sel], bsld[sel], int(m.sum()))})
+        if sel.any() or (lost & measured & (cls == c)).any():
+            row = {"class": label, **_block(w[sel], sojourn[sel], bsld[sel], int(m.sum()))}
+            if "lost" in jobs:
+                mine = measured & (cls == c)
+                row.update(_lost(mine, lost, work, jobs.requeues.to_numpy(), jobs.backoff.to_numpy(dtype=float)))
+            out["classes"].append(row)
     return out
+
+
+def _lost(sel, lost, work, requeues, backoff) -> dict:
+    """What the gang clocks did to the jobs ``sel``: lost jobs, their share and their work's share of all the
+    work submitted, requeues and time in backoff per job."""
+    n = int(sel.sum())
+    total = float(work[sel].sum())
+    return {"lost_jobs": int((lost & sel).sum()), "lost_share": float((lost & sel).sum() / n) if n else None,
+            "lost_work_share": float(work[lost & sel].sum() / total) if total > 0 else None,
+            "requeues_per_job": float(requeues[sel].mean()) if n else None,
+            "backoff_per_job": float(backoff[sel].mean()) if n else None}
 
 
 #: the options a grid of replays may vary, in the order they multiply out (the last varies fastest)
@@ -261,6 +304,8 @@ def replay_grid(trace: Trace, grid: dict, tau: float = BSLD_TAU, trim: bool = Fa
                                           "makespan")},
                      **({"aborted_jobs": m["aborted_jobs"], "mean_attempts": m["mean_attempts"]}
                         if "aborted_jobs" in m else {}),
+                     **({k: m[k] for k in ("lost_jobs", "lost_share", "lost_work_share", "requeues_per_job",
+                                           "backoff_per_job")} if "lost_share" in m else {}),
                      "skipped": int(sum(result.trace["skipped"].values()))})
     return pd.DataFrame(rows)
 

@@ -224,7 +224,7 @@ class Sink:
             self.failures["marks"] = {"every": self.mark_every, **{k: np.concatenate(v) if v else np.empty(0)
                                                              for k, v in self.marks.items()}}
         partial.failures = self.failures
-        partial.clocks = self.clock
+        partial.clocks = self.clock.state() if self.clock is not None else None
         return partial, jobs
 
 

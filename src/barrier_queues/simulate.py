@@ -393,12 +393,20 @@ class SimulationResult:
             out["utilization"] = min(1.0, utilization * sum(f["work"] for f in per) / done)
         return out
 
+    def _extras(self, out: dict, level: float) -> None:
+        """What failures and gang clocks add to a summary (:meth:`_failure_summary`, :meth:`_clock_summary`)."""
+        extra = self.stats[0].extra
+        if extra.get("failures"):
+            out.update(self._failure_summary(level, out["utilization"]))
+        if "clocks" in extra:
+            self._clock_summary(out, level)
+
     def _clock_summary(self, out: dict, level: float) -> None:
         """With gang clocks (:mod:`barrier_queues.clocks`): per class and overall, the jobs submitted after the
         warm-up, the share lost, the lost work's share of all work submitted (``k r`` per lost job), requeues
         and time in backoff per job, with t intervals over replications (two or more: losses bunch in time,
         so jobs are not independent trials). The waiting, execution and sojourn above are the served jobs'."""
-        tallies = [s.extra["clocks"].after(s.warmup) for s in self.stats]
+        tallies = [clocks.tally_after(s.extra["clocks"], s.warmup) for s in self.stats]
         tallies = [t for t in tallies if t is not None]
         if not tallies:
             out["clock_note"] = "the warm-up reaches past the last mark of every replication: no clock counts"
@@ -436,8 +444,10 @@ class SimulationResult:
                 if row["jobs"]:
                     row["ci"] = {n: interval([rates(t[c]) for t in tallies], n) for n in names}
                     by_class[(k, b)] = row
-            for row in out.get("classes", []):
-                row.update(by_class.get((row["tasks"], row["barrier"]), {}))
+            for row in out.get("classes", []):               # the served jobs' rows gain the class's counts
+                counts = dict(by_class.get((row["tasks"], row["barrier"]), {}))
+                row["clock_ci"] = counts.pop("ci", None)
+                row.update({key: v for key, v in counts.items() if key != "jobs"})
             out["clocks"]["classes"] = [{"tasks": k, "barrier": b, **r} for (k, b), r in by_class.items()]
 
     def _submitted_sojourn(self, level: float) -> dict:
@@ -675,10 +685,7 @@ class SimulationResult:
             verdicts = {(c["tasks"], c["barrier"]): c["stable"] for c in out["stability"].get("classes", [])}
             for row in out["classes"]:
                 row["stable"] = verdicts.get((row["tasks"], row["barrier"]))
-        if stats[0].extra.get("failures"):
-            out.update(self._failure_summary(level, out["utilization"]))
-        if "clocks" in stats[0].extra:
-            self._clock_summary(out, level)
+        self._extras(out, level)
         if self.precision is not None:
             out["precision"] = dict(self.precision)
             if out["stable"] is not True and out["precision"]["met"]:

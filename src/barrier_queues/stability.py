@@ -407,8 +407,9 @@ def stability_verdict(system: BarrierSystem) -> dict:
     if getattr(system, "wait_budget", None) is not None and not system.wait_budget.off:
         # gang clocks change who starts when (a head that leaves unblocks the jobs behind it, a requeued gang
         # comes back): no limit of the system without them applies; the run's drift and queue tests judge it
-        return {"lambda_max": None, "method": "none with gang clocks (the run's drift and queue tests judge; a "
-                "system that loses jobs instead of growing is stable and reports its lost share)",
+        return {"lambda_max": None, "method": "gang clocks change who starts when, so no limit of the system "
+                "without them applies; the run's drift and queue tests judge it (a system that loses jobs "
+                "instead of growing is stable, and reports its lost share)",
                 "lambda_max_ci": None, "verdict": None}
     exact = known_limit(system)
     if exact is not None:

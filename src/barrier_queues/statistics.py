@@ -555,7 +555,7 @@ class RunPartial:
     kernel_seconds: float = 0.0
     classes: tuple | None = None            # per class: segment sums, segment histograms, tail histograms
     failures: dict | None = None            # with failures: counts over every job (jobs, aborted, attempts, work)
-    clocks: object = None                   # with gang clocks: their tally (barrier_queues.clocks.Tally)
+    clocks: dict | None = None              # with gang clocks: their tally (barrier_queues.clocks.Tally.state)
     last_departure: float = float("nan")    # the latest departure of an accumulated job
     #: the queue by class (see ``RunAccumulator._track_queue``): ``at`` (class x segment: jobs waiting at the
     #: segment's first arrival), ``arrived`` (jobs of each class, warm-up included), ``unstarted`` (jobs of

@@ -72,6 +72,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import clocks
 from ._validation import ParameterError, check_choice, check_int
 from .backends import pool_map, resolve, spark_map
 from .outputs import check_folder_path
@@ -207,6 +208,15 @@ def point_row(index: int, point: dict, system: BarrierSystem, summary: dict) -> 
         lo, hi = summary["failure_ci"]["sojourn_submitted"] or (None, None)
         row["mean_sojourn_submitted_ci_low"], row["mean_sojourn_submitted_ci_high"] = _plain(lo), _plain(hi)
         row["mean_abort_sojourn"] = _plain(summary["mean_abort_sojourn"])
+    if "clocks" in summary:                             # gang clocks: what they turned away, with intervals
+        c = summary["clocks"]
+        row["lost_jobs"] = c["lost_jobs"]
+        for key in ("lost_share", "lost_work_share", "requeues_per_job", "backoff_per_job"):
+            row[key] = _plain(c[key])
+            lo, hi = c["ci"][key] or (None, None)
+            row[f"{key}_ci_low"], row[f"{key}_ci_high"] = _plain(lo), _plain(hi)
+        for cls in c.get("classes", []):                 # per class: the share lost
+            row[f"lost_share_k{cls['tasks']}{'' if cls['barrier'] else '_plain'}"] = _plain(cls["lost_share"])
     if "precision" in summary:                          # a run to a precision: met, the worst mean's, jobs used
         pr = summary["precision"]
         row["precision_met"] = pr["met"]
@@ -803,7 +813,7 @@ def trace_sweep(trace_path, grid: dict, out, fmt: str = "csv", tau: float | None
     """A trace as the workload of a sweep: one replay per combination of ``grid``'s values (``servers``,
     ``scheduling``, ``estimates``, ``load_scale``; :func:`barrier_queues.replay.replay_grid`'s rows), written to
     the folder ``out`` as ``results.<fmt>`` beside a ``manifest.json`` that names the trace by its content (md5),
-    the settings (``tau``, ``trim``, ``width``, ``failures``) and the grid's points.
+    the settings (``tau``, ``trim``, ``width``, ``failures``, the gang clock's fields) and the grid's points.
 
     A replay is deterministic, so a point is never computed twice: rerun with more values to extend the
     folder (only the new points are replayed). Refused: a folder of another trace content or other settings,
@@ -816,6 +826,10 @@ def trace_sweep(trace_path, grid: dict, out, fmt: str = "csv", tau: float | None
 
     _check_format(fmt)
     tau = BSLD_TAU if tau is None else tau
+    clock_fields = set(clocks.FIELDS)
+    clock = {k: v for k, v in failures.items() if v is not None and k in clock_fields}
+    if str(clock.get("wait_budget", "")).strip().startswith("exp:"):
+        clock["seed"] = failures.get("seed", 0)          # (patience is drawn: its seed is a setting)
     path = Path(trace_path)
     if not path.exists():
         raise ParameterError(f"trace must be an existing file or folder (got {str(trace_path)!r})")
@@ -837,8 +851,9 @@ def trace_sweep(trace_path, grid: dict, out, fmt: str = "csv", tau: float | None
     keys = [json.dumps(_canonical(p), sort_keys=True) for p in points]
     manifest = {"kind": "trace", "trace": str(path), "trace_md5": _content_digest(path), "bsld_tau": float(tau),
                 "trim": bool(trim), "width": width,
-                "failures": ({k: v for k, v in failures.items() if v is not None}     # the seed only with failures
-                             if failures.get("failure_rate") is not None else {}),
+                "failures": ({k: v for k, v in failures.items() if v is not None and k not in clock_fields}
+                             if failures.get("failure_rate") is not None else {}),   # the seed only with failures
+                "clocks": clock,
                 "version": __version__}
     folder = check_folder_path("out", out)
     lock = _take_lock(folder)

@@ -572,6 +572,11 @@ class BarrierSystem:
             out["tasks_pmf"] = {str(k): p for k, p in self.tasks_pmf}
         if self.trace is not None:
             out["trace"] = self.trace.describe()
+        if self.wait_budget is not None:                    # (as the specs the fields take)
+            out["wait_budget"] = str(self.wait_budget)
+        if self.requeue_backoff is not None:
+            base, cap = self.requeue_backoff
+            out["requeue_backoff"] = f"{base!r}" + ("" if math.isinf(cap) else f",{cap!r}")
         return out
 
     def to_dict(self) -> dict:
@@ -598,6 +603,8 @@ class BarrierSystem:
             parts.append(f"batch sampling d = {self.probe_ratio:g}")
         if self.scheduling != "fcfs":
             parts.append(f"{self.scheduling} scheduling")
+        if self.wait_budget is not None:
+            parts.append(f"wait budget {self.wait_budget} ({self.on_budget})")
         if self.overhead:
             parts.append(f"{self.overhead} overhead")
         if self.failure_rate is not None:
@@ -618,9 +625,10 @@ def option_fields(command: str | None = None) -> list[dict]:
     :mod:`barrier_queues.rules`, rule and scheduler choices from the registries.
     """
     out = []
+    wanted = command or "simulate"
     for f in fields(BarrierSystem):
         meta = dict(f.metadata)
-        if meta.get("commands") is not None and command not in meta["commands"]:
+        if meta.get("commands") is not None and wanted not in meta["commands"]:
             continue
         if not meta:                                    # a rule's parameter
             p = rules.get_param(f.name)

@@ -113,6 +113,32 @@ class _Waitlist:
             heapq.heappop(self.deadlines)
         return self.deadlines[0][0] if self.deadlines else math.inf
 
+    def instant(self, now):
+        """The events of a release instant before its decision: aborts, releases, failed jobs (tasks) due
+        again, requeued gangs returning at their places; returns the workers released."""
+        released = 0
+        while self.aborts and self.aborts[0][0] <= now:
+            j = heapq.heappop(self.aborts)[1]
+            if not self.dead[j]:
+                self.abort(j, now)
+        while self.releases and self.releases[0][0] == now:
+            heapq.heappush(self.free, heapq.heappop(self.releases)[1])
+            released += 1
+        while self.retries and self.retries[0][0] == now:
+            self.due(heapq.heappop(self.retries)[1])
+        while self.returns and self.returns[0][0] == now:
+            j = heapq.heappop(self.returns)[1]
+            bisect.insort(self.waiting, j)
+            self.enter(j, now)
+        return released
+
+    def fire(self, now):
+        """Every budget that fires at now (entries of jobs that started or left are dropped)."""
+        while self.deadlines and self.deadlines[0][0] == now:
+            _, j = heapq.heappop(self.deadlines)
+            if self.deadline_at[j] == now:
+                self.expire(j, now)
+
     def expire(self, j, now):
         """Job j's budget fires: it leaves the list, to return after its backoff, or lost."""
         self.waiting.remove(j)
@@ -483,26 +509,11 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
         due = q.next_deadline()
         if due < rel and due < tick and due < arr:
             now = due                                   # the budgets that fire now, then one decision
-            while q.deadlines and q.deadlines[0][0] == now:
-                _, j = heapq.heappop(q.deadlines)
-                if q.deadline_at[j] == now:
-                    q.expire(j, now)
+            q.fire(now)
             decide(now)
         elif rel < math.inf and rel <= tick and rel <= arr:
-            now, released = rel, 0
-            while q.aborts and q.aborts[0][0] <= now:
-                j = heapq.heappop(q.aborts)[1]
-                if not q.dead[j]:
-                    q.abort(j, now)
-            while q.releases and q.releases[0][0] == now:
-                heapq.heappush(q.free, heapq.heappop(q.releases)[1])
-                released += 1
-            while q.retries and q.retries[0][0] == now:
-                q.due(heapq.heappop(q.retries)[1])
-            while q.returns and q.returns[0][0] == now:     # requeued gangs return at their places
-                j = heapq.heappop(q.returns)[1]
-                bisect.insort(q.waiting, j)
-                q.enter(j, now)
+            now = rel
+            released = q.instant(now)
             if event_overhead:
                 q.single(now, released, discipline)
             elif not (batch and i < n and q.arrivals[i] == now):
