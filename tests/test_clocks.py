@@ -47,10 +47,11 @@ def _with_budgets(system, n, seed):
 
 @pytest.mark.parametrize("clock", CLOCKS)
 @pytest.mark.parametrize("name", SYSTEMS)
-@pytest.mark.parametrize("discipline", ("fcfs", "first-fit", "backfill", "server-filling"))
+@pytest.mark.parametrize("discipline", ("fcfs", "first-fit", "backfill", "server-filling", "aging"))
 def test_the_kernel_equals_its_reference_job_by_job(discipline, name, clock):
+    aging = {"aging_after": 3.0} if discipline == "aging" else {}
     try:
-        system = S(**SYSTEMS[name], scheduling=discipline, **CLOCKS[clock])
+        system = S(**SYSTEMS[name], scheduling=discipline, **CLOCKS[clock], **aging)
     except bq.ParameterError:
         assert discipline == "server-filling"            # defined for 2-barrier powers of two only
         return
@@ -61,12 +62,13 @@ def test_the_kernel_equals_its_reference_job_by_job(discipline, name, clock):
         assert not kernel["requeues"].any()
 
 
-@pytest.mark.parametrize("discipline", ("fcfs", "first-fit", "backfill"))
+@pytest.mark.parametrize("discipline", ("fcfs", "first-fit", "backfill", "aging"))
 def test_across_chunk_boundaries_a_replication_equals_the_reference_on_its_inputs(discipline):
     """Gangs of 2,048 tasks make chunks of 2,048 jobs: waiting, requeued and returning gangs cross chunk
     boundaries (their heap entries renumbered as the window moves)."""
+    aging = {"aging_after": 1.5} if discipline == "aging" else {}
     system = S(servers=2048, tasks_pmf={1: 0.9, 2048: 0.1}, arrival_rate=0.9, scheduling=discipline,
-               wait_budget="exp:2", on_budget="requeue", requeue_backoff="0.5,3", requeue_limit=3)
+               wait_budget="exp:2", on_budget="requeue", requeue_backoff="0.5,3", requeue_limit=3, **aging)
     size = chunk_jobs(system)
     assert size == 2048
     jobs = 5000
@@ -82,7 +84,8 @@ def test_across_chunk_boundaries_a_replication_equals_the_reference_on_its_input
         start = part["arrival"][-1]
     cat = {key: np.concatenate([p[key] for p in parts]) for key in ("arrival", "tasks", "barrier", "times", "budget")}
     ref = simulate_waitlist_reference(cat["arrival"], cat["tasks"], cat["barrier"], cat["times"], 2048, discipline,
-                                      release="fixed", clock={**clocks.settings(system), "budgets": cat["budget"]})
+                                      release="fixed", clock={**clocks.settings(system), "budgets": cat["budget"]},
+                                      aging_after=system.aging_after)
     _same(rep.jobs, ref)
     assert rep.jobs["requeues"].sum() > 100 and rep.jobs["lost"].sum() > 10       # the clocks did act
 
@@ -222,3 +225,28 @@ def test_budgets_are_the_starburst_policies_of_each_job():
     patience = clocks.budgets(system.replace(wait_budget="exp:3"), inputs, np.random.default_rng(2))
     barrier = patience[inputs["barrier"]]
     assert sps.kstest(barrier / 3, "expon").pvalue > 1e-3
+
+
+@pytest.mark.parametrize("name", SYSTEMS)
+def test_aging_is_backfill_at_zero_first_fit_at_infinity_and_its_reference_between(name):
+    """Volcano's sla-waiting-time as discipline aging: T = 0 gives backfill and T = inf first-fit, job by job;
+    between, the kernel equals its reference."""
+    plain = S(**SYSTEMS[name])
+    inputs = draw_jobs(plain, 4000, np.random.default_rng(5))
+    backfill = waitlist.run_inputs(plain.replace(scheduling="backfill"), inputs)
+    first_fit = waitlist.run_inputs(plain.replace(scheduling="first-fit"), inputs)
+    _same(waitlist.run_inputs(plain.replace(scheduling="aging", aging_after=0), inputs), backfill, FIELDS[:5])
+    _same(waitlist.run_inputs(plain.replace(scheduling="aging", aging_after=math.inf), inputs), first_fit,
+          FIELDS[:5])
+    for t in (0.5, 4.0, 30.0):
+        system = plain.replace(scheduling="aging", aging_after=t)
+        _same(waitlist.run_inputs(system, inputs), waitlist.reference(system, inputs), FIELDS[:5])
+
+
+def test_aging_needs_its_wait_and_nothing_else_takes_it():
+    with pytest.raises(bq.ParameterError, match="aging_after must be given"):
+        S(servers=8, tasks=2, arrival_rate=1.0, scheduling="aging")
+    with pytest.raises(bq.ParameterError, match="aging_after must be None unless"):
+        S(servers=8, tasks=2, arrival_rate=1.0, scheduling="first-fit", aging_after=3)
+    with pytest.raises(bq.ParameterError, match="aging_after must be a time"):
+        S(servers=8, tasks=2, arrival_rate=1.0, scheduling="aging", aging_after=-1)

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "book" / "reference" / "extending.md"
 
 # the guide's edits of schedulers/waitlist.pxi: (the line it goes after, what is added)
-CODE = "    C_LARGEST_FIRST = 4\n"
+CODE = "    C_LARGEST_FIRST = 5\n"
 NAME = "LARGEST_FIRST = C_LARGEST_FIRST\n"
 FUNCTION = '''\
 cdef void _wl_largest_first(Wait* q, double now, const Service* sv) noexcept nogil:
@@ -46,14 +46,16 @@ BRANCH = '''\
         _wl_largest_first(q, now, sv)
 '''
 EDITS = (
-    ("    C_SERVER_FILLING = 3\n", CODE),
-    ("FCFS, FIRST_FIT, BACKFILL, SERVER_FILLING = C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING\n", NAME),
+    ("    C_AGING = 4\n", CODE),
+    ("FCFS, FIRST_FIT, BACKFILL, SERVER_FILLING, AGING = C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING\n",
+     NAME),
     ("        _wl_server_filling(q, now, sv)\n", BRANCH),
 )
-CODES = ("DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING)",
-         "DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_LARGEST_FIRST)")
-CHECKED = ("                or discipline == C_SERVER_FILLING):",
-           "                or discipline == C_SERVER_FILLING or discipline == C_LARGEST_FIRST):")
+CODES = ("DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING)",
+         "DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING, C_LARGEST_FIRST)")
+CHECKED = ("                or discipline == C_SERVER_FILLING or discipline == C_AGING):",
+           "                or discipline == C_SERVER_FILLING or discipline == C_AGING"
+           " or discipline == C_LARGEST_FIRST):")
 
 REFERENCE = '''\
 def largest_first(q, now):

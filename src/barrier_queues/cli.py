@@ -1282,8 +1282,9 @@ def _seed_needs_failures(failure_rate, seed, wait_budget=None) -> None:
 def _replay_failures(args) -> dict:
     """A replay's failure and clock options, and its seed."""
     _seed_needs_failures(args.failure_rate, args.seed, args.wait_budget)
-    clock = {name: getattr(args, name) for name in ("wait_budget", "on_budget", "requeue_backoff", "requeue_limit")
-             if getattr(args, name) is not None}
+    from .clocks import OPTIONS
+
+    clock = {name: getattr(args, name) for name in OPTIONS if getattr(args, name) is not None}
     return {"failure_rate": args.failure_rate, "max_attempts": args.max_attempts,
             "resubmit_delay": args.resubmit_delay, "seed": 0 if args.seed is None else args.seed, **clock}
 
@@ -1348,7 +1349,8 @@ REPLAY_FIELDS = {"servers": (None, "default: the log's MaxProcs"),
                  "wait_budget": (None, "in the log's time unit; 'exp:MEAN' patience is drawn from --seed"),
                  "on_budget": (None, ""),
                  "requeue_backoff": (None, ""),
-                 "requeue_limit": (None, "")}
+                 "requeue_limit": (None, ""),
+                 "aging_after": (None, "in the log's time unit")}
 
 
 def _replay_system_options(rp) -> None:

@@ -17,6 +17,12 @@ let a job wait a budget that grows with its size. The model here, an option of t
   place in arrival order (Kueue's default ``timestamp: Creation``); when its budget fires after
   ``requeue_limit`` requeues it is lost (Kueue's "deactivated", ``backoffLimitCount``).
 
+The fourth clock is a discipline, ``aging`` (Volcano's ``sla-waiting-time``; ``aging_after`` T): first-fit
+while every waiting job has waited less than T since its arrival; once the oldest has waited T, backfill with
+that job as EASY's head (a reservation at its shadow time, the others backfilled around it). T = 0 is backfill
+and T = inf first-fit, job by job (tested). No event is needed when a job ages: first-fit has started every
+job that fits at the last decision, so at that instant backfill would start none either.
+
 Budgets (``wait_budget``): a time ``B``; ``exp:MEAN``, exponential patience of that mean (drawn per job from
 a stream of its own, so that the arrivals and task times are those of the same system without a clock);
 and Starburst's ``runtime:C``, ``tasks:C``, ``work:C``: ``C r``, ``C k``, ``C k r`` with ``r`` the job's
@@ -44,6 +50,8 @@ ON_BUDGET = ("leave", "requeue")
 KINDS = ("time", "exp", "runtime", "tasks", "work")
 #: the system fields this module validates (``wait_budget`` first: the others need it)
 FIELDS = ("wait_budget", "on_budget", "requeue_backoff", "requeue_limit")
+#: every clock option of a system (``aging_after``: the aging discipline's wait)
+OPTIONS = FIELDS + ("aging_after",)
 #: requeues a job may make before it is lost (Kueue's backoffLimitCount is unbounded; a bound keeps 2^(n-1) finite)
 MAX_REQUEUES = 1000
 
@@ -129,6 +137,7 @@ def enabled(system) -> bool:
 
 def validate(system, set_) -> None:
     """The clock fields of a system (called once, by ``BarrierSystem``): defaults, ranges, conflicts."""
+    _validate_aging(system, set_)
     if system.wait_budget is None:
         for name in FIELDS[1:]:
             if getattr(system, name) is not None:
@@ -159,6 +168,22 @@ def validate(system, set_) -> None:
         if limit and not math.isfinite(backoff(limit, base, cap)):
             raise ParameterError(f"requeue_backoff {base:g} doubled {limit - 1} times overflows: give a CAP")
     _check_model(system, budget)
+
+
+def _validate_aging(system, set_) -> None:
+    """``aging_after`` T: given with discipline ``aging`` (a time >= 0, or inf: first-fit) and only then."""
+    if system.scheduling != "aging":
+        if system.aging_after is not None:
+            raise ParameterError(f"aging_after must be None unless scheduling = 'aging' (got {system.aging_after!r} "
+                                 f"with {system.scheduling!r}): it is the aging discipline's wait")
+        return
+    if system.aging_after is None:
+        raise ParameterError("aging_after must be given with scheduling 'aging': the wait T after which the oldest "
+                             "waiting job gets a reservation (0: backfill; inf: first-fit)")
+    t = system.aging_after
+    if isinstance(t, bool) or not isinstance(t, int | float) or math.isnan(t) or t < 0:
+        raise ParameterError(f"aging_after must be a time >= 0 or inf (got {t!r})")
+    set_("aging_after", float(t))
 
 
 def _check_model(system, budget: WaitBudget) -> None:
@@ -271,5 +296,5 @@ def tally_after(state: dict, warmup: int) -> np.ndarray | None:
     return state["sums"] - state["marks"][at] if at < served.size else None
 
 
-__all__ = ["FIELDS", "KINDS", "ON_BUDGET", "WaitBudget", "backoff", "budgets", "enabled", "parse_backoff",
+__all__ = ["FIELDS", "KINDS", "ON_BUDGET", "OPTIONS", "WaitBudget", "backoff", "budgets", "enabled", "parse_backoff",
            "parse_budget", "runtimes", "settings", "stream", "tally_after", "validate", "Tally"]

@@ -55,7 +55,7 @@ from ._validation import ParameterError, check_int, check_positive
 from .trace_workload import ESTIMATES
 from .traces import Trace
 
-DISCIPLINES = ("fcfs", "first-fit", "backfill", "server-filling")
+DISCIPLINES = ("fcfs", "first-fit", "backfill", "server-filling")      # (and aging, which needs its aging_after)
 #: bounded slowdown's threshold, in the trace's time unit (seconds for SWF logs)
 BSLD_TAU = 10.0
 #: share of the first jobs that trimming leaves out (Tsafrir, Etsion & Feitelson 2007)
@@ -90,10 +90,11 @@ class ReplayResult:
 def check_estimates(schedulings, estimates) -> None:
     """Requested estimates are read by backfill alone: any other discipline with ``estimates='requested'``
     (in a grid, any such combination) is refused, never run with the exact times under the option's name."""
-    others = [d for d in schedulings if d != "backfill"]
+    others = [d for d in schedulings if d not in ("backfill", "aging")]
     if "requested" in estimates and others:
         raise ParameterError(f"estimates must be 'exact' under {', '.join(others)} (got 'requested'): only "
-                             "backfill predicts runtimes, the other disciplines never read an estimate"
+                             "backfill (and aging, once it reserves) predicts runtimes, the other disciplines never "
+                             "read an estimate"
                              + ("; give the requested-estimate points a grid of backfill alone"
                                 if len(schedulings) > 1 else ""))
 
@@ -116,9 +117,9 @@ def trace_system(trace: Trace, servers: int | None = None, scheduling: str = "fc
         raise ParameterError("scheduling must be fcfs, first-fit or backfill with failure_rate (got "
                              "'server-filling'): its choice among jobs submitted at one instant needs them all, and "
                              "a failed job waiting again is one more event of the instant")
-    unknown = sorted(set(clock) - set(clocks.FIELDS))
+    unknown = sorted(set(clock) - set(clocks.OPTIONS))
     if unknown:
-        raise ParameterError(f"replay takes the clock options {', '.join(clocks.FIELDS)} (got unknown {unknown})")
+        raise ParameterError(f"replay takes the clock options {', '.join(clocks.OPTIONS)} (got unknown {unknown})")
     return BarrierSystem(servers=servers, scheduling=scheduling, trace=trace, estimates=estimates,
                          load_scale=load_scale, failure_rate=failure_rate, max_attempts=max_attempts,
                          resubmit_delay=resubmit_delay, **clock)
@@ -275,7 +276,8 @@ def replay_grid(trace: Trace, grid: dict, tau: float = BSLD_TAU, trim: bool = Fa
     ``servers``, ``scheduling``, ``estimates``, ``load_scale``; a scalar counts as one value; a value listed
     twice is refused), one row each with its overall metrics. A replay is deterministic, so a row has no
     interval and needs no seed; ``failures`` (``failure_rate``, ``max_attempts``, ``resubmit_delay``,
-    ``seed``: :func:`replay`) apply to every point, each with the same failure clocks' seed."""
+    ``seed``: :func:`replay`) and the gang clock's options apply to every point (``aging_after`` to the
+    ``aging`` points alone), each with the same seed."""
     import itertools
 
     if not isinstance(grid, dict):
@@ -295,10 +297,12 @@ def replay_grid(trace: Trace, grid: dict, tau: float = BSLD_TAU, trim: bool = Fa
     rows = []
     for i, combo in enumerate(itertools.product(*values)):
         point = dict(zip(names, combo, strict=True))
-        result = replay(trace, **point, **failures)
+        own = point.get("scheduling", "fcfs") == "aging"     # (aging's wait goes to its points alone)
+        result = replay(trace, **point, **{k: v for k, v in failures.items() if own or k != "aging_after"})
         m = result.metrics(tau=tau, trim=trim)
         rows.append({"point": i, "servers": result.servers, "scheduling": result.scheduling,
                      "estimates": result.estimates, "load_scale": result.load_scale,
+                     **({"aging_after": failures["aging_after"] if own else None} if "aging_after" in failures else {}),
                      **{k: m[k] for k in ("jobs", "measured_jobs", "mean_waiting", "max_waiting", "mean_sojourn",
                                           "mean_bounded_slowdown", "max_bounded_slowdown", "utilization",
                                           "makespan")},

@@ -104,7 +104,8 @@ FIELDS = _grid_fields()
 def grid_from_options(options: dict) -> list[dict]:
     """The product of option lists (scalars count as one value), in a fixed order: one dict per point.
 
-    Options vary fastest from the last named in :data:`FIELDS`.
+    Options vary fastest from the last named in :data:`FIELDS`. ``aging_after`` goes to the ``aging`` points
+    alone (:func:`_own_options`).
     """
     unknown = sorted(set(options) - set(FIELDS))
     if unknown:
@@ -127,7 +128,24 @@ def grid_from_options(options: dict) -> list[dict]:
     size = math.prod(len(v) for v in values)
     if size > MAX_POINTS:
         raise ParameterError(f"a grid must have at most {MAX_POINTS:,} points (got {size:,})")
-    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
+    points = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
+    return _own_options(points)
+
+
+def _own_options(points: list[dict]) -> list[dict]:
+    """A discipline's own option goes to that discipline's points alone: ``aging_after`` to the ``aging``
+    points of a grid that lists other disciplines too (their points once each, not once per value)."""
+    if not any("aging_after" in p and p.get("scheduling", "fcfs") != "aging" for p in points):
+        return points
+    out, seen = [], set()
+    for p in points:
+        if p.get("scheduling", "fcfs") != "aging":
+            p = {k: v for k, v in p.items() if k != "aging_after"}
+        key = json.dumps(_canonical(p), sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
 
 
 def point_system(point: dict) -> BarrierSystem:

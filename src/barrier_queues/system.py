@@ -226,6 +226,10 @@ class BarrierSystem:
     requeue_limit: int | None = field(default=None, metadata=_opt(
         "requeues before a gang is lost (deactivated) when its budget fires again (default unlimited)", "int", 0,
         commands=("simulate", "sweep", "replay")))
+    aging_after: float | None = field(default=None, metadata=_opt(
+        "with --scheduling aging: first-fit until the oldest waiting job has waited T, then that job is EASY's "
+        "head (0: backfill; a sweep gives it to its aging points alone)", "float", 0,
+        commands=("simulate", "sweep", "replay")))
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -319,7 +323,7 @@ class BarrierSystem:
         set_("load_scale", scale)
         set_("estimates", check_choice("estimates", "exact" if self.estimates is None else self.estimates,
                                        ESTIMATES))
-        if self.estimates == "requested" and self.scheduling != "backfill":
+        if self.estimates == "requested" and self.scheduling not in ("backfill", "aging"):
             raise ParameterError(f"estimates must be 'exact' under {self.scheduling} (got 'requested'): only "
                                  "backfill predicts runtimes, the other disciplines never read an estimate")
         p = float(work.barrier.mean())

@@ -10,10 +10,11 @@ cdef enum:
     C_FIRST_FIT = 1
     C_BACKFILL = 2
     C_SERVER_FILLING = 3
+    C_AGING = 4
 
-FCFS, FIRST_FIT, BACKFILL, SERVER_FILLING = C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING
+FCFS, FIRST_FIT, BACKFILL, SERVER_FILLING, AGING = C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING
 #: the codes _wl_decide has a branch for, for Python (WaitlistState refuses any other: the same codes)
-DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING)
+DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING)
 
 # a job's status in the window
 cdef enum:
@@ -155,6 +156,7 @@ cdef struct Wait:
     bint rigid                                # the jobs are rigid: one release entry (end, job) per job
     const double* pred                        # rigid: each job's predicted runtime (backfill's; >= its draw)
     bint batch                                # one decision per instant: its releases and arrivals all first
+    double aging                              # aging: the wait T after which the oldest job gets a reservation
 
 
 
@@ -830,6 +832,11 @@ cdef void _wl_decide(Wait* q, double now, const Service* sv, int64_t discipline)
         _wl_backfill(q, now, sv)
     elif discipline == C_SERVER_FILLING:
         _wl_server_filling(q, now, sv)
+    elif discipline == C_AGING:                   # (gang clocks: Volcano's sla-waiting-time)
+        if q.head >= 0 and now - q.arrival[q.head] >= q.aging:
+            _wl_backfill(q, now, sv)              # the oldest job has waited T: it is EASY's head
+        else:
+            _wl_first_fit(q, now, sv)             # (no job has: the oldest is the head of the list)
     # (no other code reaches here: run_waitlist refuses it before any event)
 
 
@@ -1019,13 +1026,14 @@ cdef class WaitlistState:
     cdef public object rq_time                # clocks: the return heap's times (room >= window jobs)
     cdef public object rq_job                 # clocks: the return heap's jobs
     cdef public object clock_state            # clocks: [deadline entries, return entries]
+    cdef public double aging                  # aging: the wait T after which the oldest job is EASY's head
 
     def __init__(self, int64_t servers, int64_t discipline, int64_t phases, int64_t policy, int64_t stragglers,
                  params, bint two_barrier, bint event_overhead=False, double revive=1.0, bint fail=False,
                  bint failure_ids=True, double delay=0.0, bint sorted_releases=False,
                  int64_t backfill_list_max=32, bint rigid=False, clock=None):
         if not (discipline == C_FCFS or discipline == C_FIRST_FIT or discipline == C_BACKFILL
-                or discipline == C_SERVER_FILLING):
+                or discipline == C_SERVER_FILLING or discipline == C_AGING):
             raise ValueError(f"WaitlistState: unknown discipline code {discipline} (a discipline without a "
                              "branch in the kernel must not run as another)")
         self.discipline, self.phases, self.policy, self.stragglers = discipline, phases, policy, stragglers
@@ -1054,6 +1062,7 @@ cdef class WaitlistState:
         self.dl_time, self.dl_job = np.zeros(0), np.zeros(0, dtype=np.int64)
         self.rq_time, self.rq_job = np.zeros(0), np.zeros(0, dtype=np.int64)
         self.clock_state = np.zeros(2, dtype=np.int64)
+        self.aging = INFINITY
 
 
 cdef void _gc_open(Wait* q, WaitlistState st, dict jobs, int64_t nw) except *:
@@ -1224,7 +1233,8 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
     q.run = buffers
     q.scratch = buffers + kmax
     q.taken = links + 4 * nw + 2 * nclass
-    q.srt = discipline == C_BACKFILL              # backfill's trees and sorted release times
+    q.srt = discipline == C_BACKFILL or discipline == C_AGING     # backfill's trees and sorted release times
+    q.aging = st.aging
     q.two_barrier = two_barrier
     q.servers = s
     q.event = event_overhead

@@ -12,6 +12,8 @@ decides which waiting jobs start, on the lowest-numbered free workers:
   it;
 * ``server-filling``: Grosof, Harchol-Balter & Scheller-Wolf (2022), for
   2-barrier jobs whose k are powers of two dividing s;
+* ``aging`` (a gang clock, :mod:`barrier_queues.clocks`): first-fit until the
+  oldest waiting job has waited ``aging_after``, then backfill with it as the head;
 * ``fcfs``: the paper's FIFO queue (the :mod:`~barrier_queues.schedulers.central`
   room runs it for ``scheduling="fcfs"``; this room's fcfs serves as an oracle:
   both must agree job by job).
@@ -62,7 +64,7 @@ from .base import Scheduler, chunk_pipeline, register, trace_arrays, trace_frame
 from .central import SORTED_FREE_MAX
 from .waitlist_reference import simulate_waitlist_reference
 
-DISCIPLINES = ("first-fit", "backfill", "server-filling")
+DISCIPLINES = ("first-fit", "backfill", "server-filling", "aging")
 
 #: backfill finds a class's next job by walking its waiting jobs while at most this many wait, and in a min
 #: segment tree of their finishing times above (kept only then: a tree update costs log2 of the window's jobs
@@ -75,7 +77,7 @@ def releases_in_array(system, code: int) -> bool:
     worker ids): up to :data:`~barrier_queues.schedulers.central.SORTED_FREE_MAX` workers, and under backfill
     at any number, since its reservation keeps them sorted beside the heap anyway (the same jobs: tested;
     timings: CHANGELOG)."""
-    return system.servers <= SORTED_FREE_MAX or code == discipline_code("backfill")
+    return system.servers <= SORTED_FREE_MAX or code in (discipline_code("backfill"), discipline_code("aging"))
 
 
 def discipline_code(name: str) -> int:
@@ -206,6 +208,8 @@ class _Window:
             failure_ids=self.kills, delay=system.resubmit_delay if self.fail else 0.0,
             sorted_releases=releases_in_array(system, discipline), backfill_list_max=BACKFILL_LIST_MAX,
             rigid=rigid, clock=clocks.settings(system) if self.clock else None)
+        if system.aging_after is not None:
+            self.state.aging = system.aging_after
         # (read by the kernel only; with barrier jobs only, each unit is a job and the kernel reads its job alone)
         self.units = None                                    # with failures, the units (set by the first chunk)
         self.unit_dtypes = self.UNIT_FIELDS if self.kills else {"ujob": np.int64}
@@ -714,7 +718,7 @@ def reference(system, inputs: dict, phase: float = 0.0, trace: bool = False, dis
                                        revive=system.revive_interval or 1.0, phase=phase, failures=fail,
                                        predictions=predictions, **reference_rule(system),
                                        clock={**clocks.settings(system), "budgets": _budgets(system, inputs)}
-                                       if clocks.enabled(system) else None)
+                                       if clocks.enabled(system) else None, aging_after=system.aging_after)
 
 
 def _validate(system, set_) -> None:
@@ -749,7 +753,7 @@ def _guard(system, jobs: int, saturated: bool) -> None:
 
 
 SCHEDULER = register(Scheduler(
-    "waitlist", "one waiting list in arrival order under first-fit (Spark), backfill or server-filling",
+    "waitlist", "one waiting list in arrival order under first-fit (Spark), backfill, server-filling or aging",
     run=run, run_inputs=run_inputs, reference=reference, placement="central", disciplines=("fcfs", *DISCIPLINES),
     validate=_validate, guard=_guard, kernel_include="schedulers/waitlist.pxi", failures=True,
     clocks=True))

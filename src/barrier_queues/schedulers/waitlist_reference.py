@@ -404,6 +404,14 @@ class _Waitlist:
                     else:
                         break
 
+    def aging(self, now):
+        """First-fit until the oldest waiting job (the list's first) has waited ``aging_after``; from then on
+        backfill, that job EASY's head."""
+        if self.waiting and now - self.arrivals[self.waiting[0]] >= self.aging_after:
+            self.backfill(now)
+        else:
+            self.first_fit(now)
+
     def server_filling(self, now):
         prefix, total_k = [], 0
         for j in self.waiting:
@@ -465,7 +473,8 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
                                 two_barrier: bool = False, trace: bool = False, service_fn=None,
                                 reservations: list | None = None, event_overhead: bool = False,
                                 revive: float = 1.0, phase: float = 0.0, failures: dict | None = None,
-                                predictions=None, clock: dict | None = None, **rule):
+                                predictions=None, clock: dict | None = None, aging_after: float | None = None,
+                                **rule):
     """Per-job lists ``start`` (of the job's last task), ``departure``, ``work``, ``useful``, ``completed``
     (and with ``trace`` per-draw ``worker``, ``start``, ``end`` for each job's first ``k`` draws).
     ``reservations``, if given, receives each backfill reservation ``(H, t_H)``.
@@ -482,7 +491,9 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
     draws and must be as many as the inputs say. ``predictions``: per job, the hold backfill predicts (module
     docstring). ``clock`` (gang clocks, :mod:`barrier_queues.clocks`): ``budgets`` (per job), ``requeue``,
     ``base``, ``cap`` and ``limit`` (-1: none); a job's deadline fires after the releases, returns and decision
-    of its instant, then one decision; a requeued job returns with the releases of its instant, at its place."""
+    of its instant, then one decision; a requeued job returns with the releases of its instant, at its place.
+    ``aging_after``: the wait T of discipline ``aging`` (first-fit until the oldest waiting job has waited T,
+    then backfill with it as the head)."""
     one_job = service_fn or (lambda draws, k: service(draws, k, **service_args(rule)))
     q = _Waitlist(arrivals, tasks, barrier, times, servers, two_barrier, one_job, rule.get("phases", 1),
                   reservations)
@@ -493,7 +504,9 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
     if clock is not None:
         q.setup_clock(clock, clock["budgets"])
     batch = discipline == "server-filling"
-    builtin = {"fcfs": q.fcfs, "first-fit": q.first_fit, "backfill": q.backfill, "server-filling": q.server_filling}
+    q.aging_after = math.inf if aging_after is None else float(aging_after)
+    builtin = {"fcfs": q.fcfs, "first-fit": q.first_fit, "backfill": q.backfill, "server-filling": q.server_filling,
+               "aging": q.aging}
     decide = builtin[discipline] if discipline in builtin else functools.partial(DECIDE[discipline], q)
     n, i, now, tick_n = len(q.arrivals), 0, -math.inf, 0.0
     while i < n or q.releases or q.retries or q.returns or q.next_deadline() < math.inf or (
