@@ -62,13 +62,14 @@ def test_the_kernel_equals_its_reference_job_by_job(discipline, name, clock):
         assert not kernel["requeues"].any()
 
 
-@pytest.mark.parametrize("discipline", ("fcfs", "first-fit", "backfill", "aging"))
+@pytest.mark.parametrize("discipline", ("fcfs", "first-fit", "backfill", "aging", "hold"))
 def test_across_chunk_boundaries_a_replication_equals_the_reference_on_its_inputs(discipline):
     """Gangs of 2,048 tasks make chunks of 2,048 jobs: waiting, requeued and returning gangs cross chunk
-    boundaries (their heap entries renumbered as the window moves)."""
-    aging = {"aging_after": 1.5} if discipline == "aging" else {}
+    boundaries (their heap entries renumbered as the window moves; hold's holder too)."""
+    own = {"aging": {"aging_after": 1.5, "wait_budget": "exp:2"}, "hold": {"hold_timeout": 0.7}}.get(
+        discipline, {"wait_budget": "exp:2"})
     system = S(servers=2048, tasks_pmf={1: 0.9, 2048: 0.1}, arrival_rate=0.9, scheduling=discipline,
-               wait_budget="exp:2", on_budget="requeue", requeue_backoff="0.5,3", requeue_limit=3, **aging)
+               on_budget="requeue", requeue_backoff="0.5,3", requeue_limit=3, **own)
     size = chunk_jobs(system)
     assert size == 2048
     jobs = 5000
@@ -86,7 +87,7 @@ def test_across_chunk_boundaries_a_replication_equals_the_reference_on_its_input
     ref = simulate_waitlist_reference(cat["arrival"], cat["tasks"], cat["barrier"], cat["times"], 2048, discipline,
                                       release="fixed", clock={**clocks.settings(system), "budgets": cat["budget"]},
                                       aging_after=system.aging_after)
-    _same(rep.jobs, ref)
+    _same(rep.jobs, ref, FIELDS + (("held",) if discipline == "hold" else ()))
     assert rep.jobs["requeues"].sum() > 100 and rep.jobs["lost"].sum() > 10       # the clocks did act
 
 
@@ -250,3 +251,57 @@ def test_aging_needs_its_wait_and_nothing_else_takes_it():
         S(servers=8, tasks=2, arrival_rate=1.0, scheduling="first-fit", aging_after=3)
     with pytest.raises(bq.ParameterError, match="aging_after must be a time"):
         S(servers=8, tasks=2, arrival_rate=1.0, scheduling="aging", aging_after=-1)
+
+
+HOLDS = {
+    "leave": dict(hold_timeout=2.0),
+    "requeue": dict(hold_timeout=0.5, on_budget="requeue", requeue_backoff="1,4"),
+    "requeue twice": dict(hold_timeout=1.0, on_budget="requeue", requeue_backoff=0.5, requeue_limit=2),
+    "zero": dict(hold_timeout=0),
+}
+
+
+@pytest.mark.parametrize("hold", HOLDS)
+@pytest.mark.parametrize("name", SYSTEMS)
+def test_hold_kernel_equals_its_reference_job_by_job(name, hold):
+    system = S(**SYSTEMS[name], scheduling="hold", **HOLDS[hold])
+    inputs = draw_jobs(system, 3000, np.random.default_rng(4))
+    kernel = waitlist.run_inputs(system, inputs)
+    _same(kernel, waitlist.reference(system, inputs), FIELDS + ("held",))
+    assert kernel["held"].sum() > 0 or hold == "zero"
+
+
+def test_a_hold_that_never_times_out_is_fcfs_and_holds_every_free_worker_while_a_gang_waits():
+    """With a timeout no gang reaches, hold starts the jobs fcfs starts; its held worker time is the integral of
+    the free workers over the times a gang waits (every job a barrier job), computed here from the tasks'
+    records alone."""
+    base = dict(servers=12, tasks_pmf={2: 0.5, 6: 0.3, 12: 0.2}, arrival_rate=0.5)
+    system = S(**base, scheduling="hold", hold_timeout=1e12)
+    inputs = draw_jobs(system, 3000, np.random.default_rng(9))
+    kernel = waitlist.run_inputs(system, inputs)
+    _same(kernel, waitlist.run_inputs(S(**base, scheduling="first-fit"), inputs, discipline="fcfs"), FIELDS[:5])
+    res, tr = waitlist.reference(system, inputs, trace=True)
+    busy_at = np.concatenate([tr["start"], tr["end"]])
+    step = np.concatenate([np.ones(len(tr["start"])), -np.ones(len(tr["end"]))])
+    arrival, start = np.asarray(inputs["arrival"]), np.asarray(res["start"])
+    wait_at = np.concatenate([arrival, start])
+    wait_step = np.concatenate([np.ones(arrival.size), -np.ones(start.size)])
+    points = np.unique(np.concatenate([busy_at, wait_at]))
+    busy = np.array([step[busy_at <= t].sum() for t in points[:-1]])
+    waiting = np.array([wait_step[wait_at <= t].sum() for t in points[:-1]])
+    held = np.sum((12 - busy) * (waiting > 0) * np.diff(points))
+    assert math.isclose(kernel["held"].sum(), held, rel_tol=1e-9)
+
+
+def test_hold_reports_its_held_share_and_counts_lost_gangs_work():
+    system = S(servers=16, tasks_pmf={2: 0.6, 8: 0.3, 16: 0.1}, arrival_rate=0.77, scheduling="hold",
+               hold_timeout=1.0)
+    out = bq.simulate(system, jobs=30_000, replications=2, seed=1).summary()
+    assert 0 < out["held_share"] < 1 - out["utilization"]
+    assert out["lost_jobs"] > 0 and out["stable"] is True
+    with pytest.raises(bq.ParameterError, match="hold_timeout must be given"):
+        S(servers=8, tasks=2, arrival_rate=1.0, scheduling="hold")
+    with pytest.raises(bq.ParameterError, match="wait_budget must be None with scheduling 'hold'"):
+        S(servers=8, tasks=2, arrival_rate=1.0, scheduling="hold", hold_timeout=1, wait_budget=3)
+    with pytest.raises(bq.ParameterError, match="hold_timeout must be None unless"):
+        S(servers=8, tasks=2, arrival_rate=1.0, hold_timeout=1)

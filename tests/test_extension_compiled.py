@@ -51,11 +51,10 @@ EDITS = (
      NAME),
     ("        _wl_server_filling(q, now, sv)\n", BRANCH),
 )
-CODES = ("DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING)",
-         "DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING, C_LARGEST_FIRST)")
-CHECKED = ("                or discipline == C_SERVER_FILLING or discipline == C_AGING):",
-           "                or discipline == C_SERVER_FILLING or discipline == C_AGING"
-           " or discipline == C_LARGEST_FIRST):")
+CODES = ("DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING, C_HOLD)",
+         "DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING, C_HOLD, C_LARGEST_FIRST)")
+CHECKED = ("                or discipline == C_HOLD):",
+           "                or discipline == C_HOLD or discipline == C_LARGEST_FIRST):")
 
 REFERENCE = '''\
 def largest_first(q, now):

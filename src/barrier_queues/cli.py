@@ -498,7 +498,7 @@ def _print_simulation(out: dict) -> None:
         extra.append(f"batch sampling d = {cfg['probe_ratio']}")
     if cfg.get("scheduling", "fcfs") != "fcfs":
         extra.append(f"{cfg['scheduling']} scheduling")
-    if cfg.get("wait_budget") is not None:
+    if cfg.get("wait_budget") is not None or cfg.get("hold_timeout") is not None:
         extra.append(_clock_words(cfg))
     needed = "" if cfg["needed"] is None else f"l = {cfg['needed']}, "
     print(f"system        s = {cfg['servers']}, k = {k}, {needed}{cfg['barriers']}-barrier, "
@@ -558,7 +558,9 @@ def _print_simulation(out: dict) -> None:
 
 def _clock_words(cfg: dict) -> str:
     """A system's gang clock in words, from its description."""
-    words = f"wait budget {cfg['wait_budget']}, then {'the gang leaves' if cfg['on_budget'] == 'leave' else 'requeue'}"
+    clock = (f"wait budget {cfg['wait_budget']}" if cfg.get("wait_budget") is not None
+             else f"hold timeout {cfg['hold_timeout']:g}")
+    words = f"{clock}, then {'the gang leaves' if cfg['on_budget'] == 'leave' else 'requeue'}"
     if cfg["on_budget"] == "requeue":
         base, _, cap = cfg["requeue_backoff"].partition(",")
         words += f" after min({cap or 'inf'}, {base} x 2^(n-1))"
@@ -1350,7 +1352,8 @@ REPLAY_FIELDS = {"servers": (None, "default: the log's MaxProcs"),
                  "on_budget": (None, ""),
                  "requeue_backoff": (None, ""),
                  "requeue_limit": (None, ""),
-                 "aging_after": (None, "in the log's time unit")}
+                 "aging_after": (None, "in the log's time unit"),
+                 "hold_timeout": (None, "in the log's time unit")}
 
 
 def _replay_system_options(rp) -> None:

@@ -51,7 +51,7 @@ KINDS = ("time", "exp", "runtime", "tasks", "work")
 #: the system fields this module validates (``wait_budget`` first: the others need it)
 FIELDS = ("wait_budget", "on_budget", "requeue_backoff", "requeue_limit")
 #: every clock option of a system (``aging_after``: the aging discipline's wait)
-OPTIONS = FIELDS + ("aging_after",)
+OPTIONS = FIELDS + ("aging_after", "hold_timeout")
 #: requeues a job may make before it is lost (Kueue's backoffLimitCount is unbounded; a bound keeps 2^(n-1) finite)
 MAX_REQUEUES = 1000
 
@@ -131,21 +131,24 @@ def backoff(n: int, base: float, cap: float) -> float:
 
 
 def enabled(system) -> bool:
-    """Whether a system has gang clocks (a wait budget other than ``inf``)."""
-    return system.wait_budget is not None and not system.wait_budget.off
+    """Whether a system has gang clocks: a wait budget other than ``inf``, or the hold discipline's timeout."""
+    return (system.wait_budget is not None and not system.wait_budget.off) or system.scheduling == "hold"
 
 
 def validate(system, set_) -> None:
     """The clock fields of a system (called once, by ``BarrierSystem``): defaults, ranges, conflicts."""
     _validate_aging(system, set_)
-    if system.wait_budget is None:
+    hold = _validate_hold(system, set_)
+    if system.wait_budget is None and not hold:
         for name in FIELDS[1:]:
             if getattr(system, name) is not None:
                 raise ParameterError(f"{name} must be None without wait_budget (got {getattr(system, name)!r}): it "
                                      "shapes what a fired wait budget does (--wait-budget turns the clock on)")
         return
-    budget = parse_budget(system.wait_budget)
-    set_("wait_budget", budget)
+    budget = None
+    if system.wait_budget is not None:
+        budget = parse_budget(system.wait_budget)
+        set_("wait_budget", budget)
     mode = check_choice("on_budget", "leave" if system.on_budget is None else system.on_budget, ON_BUDGET)
     set_("on_budget", mode)
     if mode == "leave":
@@ -170,6 +173,27 @@ def validate(system, set_) -> None:
     _check_model(system, budget)
 
 
+def _validate_hold(system, set_) -> bool:
+    """``hold_timeout`` T: given with discipline ``hold`` (a time >= 0; its clock, so no wait budget) and only
+    then. Returns whether the system holds."""
+    if system.scheduling != "hold":
+        if system.hold_timeout is not None:
+            raise ParameterError(f"hold_timeout must be None unless scheduling = 'hold' (got {system.hold_timeout!r} "
+                                 f"with {system.scheduling!r}): it is the hold discipline's clock")
+        return False
+    t = system.hold_timeout
+    if t is None:
+        raise ParameterError("hold_timeout must be given with scheduling 'hold': how long the head gang holds free "
+                             "workers before it releases them (then --on-budget: leave or requeue)")
+    if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t < 0:
+        raise ParameterError(f"hold_timeout must be a finite time >= 0 (got {t!r})")
+    set_("hold_timeout", float(t))
+    if system.wait_budget is not None:
+        raise ParameterError(f"wait_budget must be None with scheduling 'hold' (got {system.wait_budget!r}): the "
+                             "hold's clock is its hold_timeout, from when the head gang begins to hold")
+    return True
+
+
 def _validate_aging(system, set_) -> None:
     """``aging_after`` T: given with discipline ``aging`` (a time >= 0, or inf: first-fit) and only then."""
     if system.scheduling != "aging":
@@ -186,7 +210,7 @@ def _validate_aging(system, set_) -> None:
     set_("aging_after", float(t))
 
 
-def _check_model(system, budget: WaitBudget) -> None:
+def _check_model(system, budget: WaitBudget | None) -> None:
     """What the clocks are simulated with: the waiting-list scheduler, one phase, no failures or Spark offers."""
     for name, value, ok, why in (
             ("placement", system.placement, "central", "the clocks are part of the waiting-list scheduler"),
@@ -206,7 +230,9 @@ def budgets(system, jobs: dict, rng: np.random.Generator | None) -> np.ndarray:
     patience (one per job, in job order)."""
     b = system.wait_budget
     n = jobs["tasks"].size
-    if b.kind == "time":
+    if b is None:                                       # (hold: its clock starts with the hold, not the entry)
+        out = np.full(n, np.inf)
+    elif b.kind == "time":
         out = np.full(n, b.value)
     elif b.kind == "exp":
         out = rng.standard_exponential(n) * b.value
@@ -236,11 +262,14 @@ def stream(rng: np.random.Generator) -> np.random.Generator:
 
 
 def settings(system) -> dict:
-    """The kernel's and the reference's clock settings: ``requeue``, ``base``, ``cap``, ``limit`` (-1: none)."""
+    """The kernel's and the reference's clock settings: ``requeue``, ``base``, ``cap``, ``limit`` (-1: none),
+    ``timeout`` (hold's; inf otherwise) and ``hold``."""
     requeue = system.on_budget == "requeue"
     base, cap = system.requeue_backoff if requeue else (0.0, 0.0)
     limit = -1 if not requeue or system.requeue_limit is None else int(system.requeue_limit)
-    return {"requeue": requeue, "base": float(base), "cap": float(cap), "limit": limit}
+    timeout = system.hold_timeout if system.hold_timeout is not None else math.inf
+    return {"requeue": requeue, "base": float(base), "cap": float(cap), "limit": limit, "timeout": float(timeout),
+            "hold": system.scheduling == "hold"}
 
 
 class Tally:
@@ -248,11 +277,12 @@ class Tally:
     can be taken after the served jobs' warm-up (known only at the end).
 
     Columns (:data:`COLUMNS`): submitted jobs, lost jobs, their work (``k r``), requeues, time in backoff, the
-    served jobs' work and the served jobs. A mark (the sums so far) is taken every :attr:`every` submitted
-    jobs, at most :data:`MARKS` in a run; :meth:`after` cuts at the first mark by which ``warmup`` jobs were
-    served (so up to ``every`` more jobs are left out than the warm-up itself)."""
+    served jobs' work, the served jobs, and the worker time held idle for the jobs (hold; lost ones too). A
+    mark (the sums so far) is taken every :attr:`every` submitted jobs, at most :data:`MARKS` in a run;
+    :func:`tally_after` cuts at the first mark by which ``warmup`` jobs were served (so up to ``every`` more
+    jobs are left out than the warm-up itself)."""
 
-    COLUMNS = ("jobs", "lost", "lost_work", "requeues", "backoff", "served_work", "served")
+    COLUMNS = ("jobs", "lost", "lost_work", "requeues", "backoff", "served_work", "served", "held")
     MARKS = 1000
 
     def __init__(self, jobs: int, classes: int):
@@ -261,8 +291,9 @@ class Tally:
         self.seen = 0
         self.marks: list[np.ndarray] = []
 
-    def add(self, cls, lost, work, requeues, backoff) -> None:
-        """A chunk of jobs in arrival order: class index (None: one class), lost, work, requeues, backoff."""
+    def add(self, cls, lost, work, requeues, backoff, held=None) -> None:
+        """A chunk of jobs in arrival order: class index (None: one class), lost, work, requeues, backoff, held
+        worker time (None: none)."""
         n, pos = lost.size, 0
         while pos < n:
             take = min(n - pos, self.every - self.seen % self.every)
@@ -272,7 +303,8 @@ class Tally:
             w = np.asarray(work[part], dtype=float)
             size = self.sums.shape[0]
             for col, values in ((0, np.ones(take)), (1, gone), (2, np.where(gone, w, 0.0)),
-                                (3, requeues[part]), (4, backoff[part]), (5, np.where(gone, 0.0, w)), (6, ~gone)):
+                                (3, requeues[part]), (4, backoff[part]), (5, np.where(gone, 0.0, w)), (6, ~gone),
+                                (7, np.zeros(take) if held is None else held[part])):
                 self.sums[:, col] += np.bincount(c, weights=np.asarray(values, dtype=float), minlength=size)
             self.seen += take
             pos += take

@@ -151,7 +151,8 @@ class Sink:
         elif self.classes > 1:
             classes = np.searchsorted(self.ks, chunk["tasks"]) + np.where(chunk["barrier"], 0, self.ks.size)
         if self.clock is not None:          # clocks: what they did, counted apart; lost jobs are not measured
-            self.clock.add(classes, chunk["lost"], chunk["work"], chunk["requeues"], chunk["backoff"])
+            self.clock.add(classes, chunk["lost"], chunk["work"], chunk["requeues"], chunk["backoff"],
+                           chunk.get("held"))
         drop = chunk["aborted"] if "aborted" in chunk and not self.measure_aborted else None
         if self.clock is not None:
             drop = chunk["lost"]

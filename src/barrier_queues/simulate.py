@@ -406,8 +406,9 @@ class SimulationResult:
         warm-up, the share lost, the lost work's share of all work submitted (``k r`` per lost job), requeues
         and time in backoff per job, with t intervals over replications (two or more: losses bunch in time,
         so jobs are not independent trials). The waiting, execution and sojourn above are the served jobs'."""
-        tallies = [clocks.tally_after(s.extra["clocks"], s.warmup) for s in self.stats]
-        tallies = [t for t in tallies if t is not None]
+        pairs = [(clocks.tally_after(s.extra["clocks"], s.warmup), s) for s in self.stats]
+        pairs = [(t, s) for t, s in pairs if t is not None]
+        tallies = [t for t, _ in pairs]
         if not tallies:
             out["clock_note"] = "the warm-up reaches past the last mark of every replication: no clock counts"
             return
@@ -416,7 +417,7 @@ class SimulationResult:
         labels = class_labels(self.system) or [(None, None)]
 
         def rates(sums: np.ndarray) -> dict:
-            jobs, lost, lost_work, requeues, away, served_work, _ = (float(v) for v in sums)
+            jobs, lost, lost_work, requeues, away, served_work, _, _ = (float(v) for v in sums)
             total_work = lost_work + served_work
             return {"jobs": int(jobs), "lost_jobs": int(lost),
                     "lost_share": lost / jobs if jobs else None,
@@ -437,6 +438,10 @@ class SimulationResult:
                                      f"{clocks.Tally.MARKS} marks past it); waiting, execution and sojourn are "
                                      "the served jobs' only (lost jobs are counted here, never averaged there)"}
         out.update({n: total[n] for n in names}, lost_jobs=total["lost_jobs"])
+        if self.system.scheduling == "hold":          # the worker time held idle for gangs, lost ones too
+            span = sum(self.system.servers * s.busy_span for _, s in pairs)
+            out["held_share"] = float(sum(t[:, 7].sum() for t in tallies) / span) if span > 0 else None
+            out["clocks"]["held_share"] = out["held_share"]
         if len(labels) > 1:
             by_class = {}
             for c, (k, b) in enumerate(labels):

@@ -404,7 +404,9 @@ def stability_verdict(system: BarrierSystem) -> dict:
     (no limit known, the drift test of a run decides; or no arrival rate).
     """
     lam = system.arrival_rate
-    if getattr(system, "wait_budget", None) is not None and not system.wait_budget.off:
+    from .clocks import enabled
+
+    if enabled(system):
         # gang clocks change who starts when (a head that leaves unblocks the jobs behind it, a requeued gang
         # comes back): no limit of the system without them applies; the run's drift and queue tests judge it
         return {"lambda_max": None, "method": "gang clocks change who starts when, so no limit of the system "

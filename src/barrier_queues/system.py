@@ -230,6 +230,9 @@ class BarrierSystem:
         "with --scheduling aging: first-fit until the oldest waiting job has waited T, then that job is EASY's "
         "head (0: backfill; a sweep gives it to its aging points alone)", "float", 0,
         commands=("simulate", "sweep", "replay")))
+    hold_timeout: float | None = field(default=None, metadata=_opt(
+        "with --scheduling hold: how long the head gang holds free workers idle before it releases them and "
+        "leaves or is requeued (--on-budget)", "float", 0, commands=("simulate", "sweep", "replay")))
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -609,6 +612,8 @@ class BarrierSystem:
             parts.append(f"{self.scheduling} scheduling")
         if self.wait_budget is not None:
             parts.append(f"wait budget {self.wait_budget} ({self.on_budget})")
+        if self.hold_timeout is not None:
+            parts.append(f"hold timeout {self.hold_timeout:g} ({self.on_budget})")
         if self.overhead:
             parts.append(f"{self.overhead} overhead")
         if self.failure_rate is not None:

@@ -11,10 +11,12 @@ cdef enum:
     C_BACKFILL = 2
     C_SERVER_FILLING = 3
     C_AGING = 4
+    C_HOLD = 6                                # (5 is the extension guide's example)
 
 FCFS, FIRST_FIT, BACKFILL, SERVER_FILLING, AGING = C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING
+HOLD = C_HOLD
 #: the codes _wl_decide has a branch for, for Python (WaitlistState refuses any other: the same codes)
-DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING)
+DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING, C_HOLD)
 
 # a job's status in the window
 cdef enum:
@@ -49,6 +51,11 @@ cdef struct Clocks:
     double* rq_time
     int64_t* rq_job
     int64_t n_rq
+    # hold (discipline hold): the head gang's hold, its timeout, and each job's held worker time
+    double timeout                            # the hold timeout T (from the hold's start)
+    int64_t holder                            # the job holding the free workers (-1: none)
+    double mark                               # when its held worker time was last counted
+    double* held                              # result: per job, worker time held idle for it
 
 
 cdef struct Failures:
@@ -416,6 +423,30 @@ cdef inline double _gc_next(Wait* q) noexcept nogil:
     return INFINITY
 
 
+cdef inline void _gc_count(Wait* q, double now) noexcept nogil:
+    """Hold: the holder's held worker time up to now (the free workers, all held for it, since the last count)."""
+    if q.g.holder >= 0:
+        q.g.held[q.g.holder] += q.n_free * (now - q.g.mark)
+        q.g.mark = now
+
+
+cdef void _gc_hold(Wait* q, double now) noexcept nogil:
+    """Hold, after fcfs's decision at now: a holder that is no longer the waiting head (it started, or an older
+    job returned before it) stops holding; a barrier head that cannot start while workers are free begins to
+    hold them, its timeout due at now + T."""
+    cdef int64_t h = q.head
+    if q.g.holder >= 0 and q.g.holder != h:
+        _gc_count(q, now)
+        if q.status[q.g.holder] == C_WAITING:
+            q.g.due[q.g.holder] = INFINITY        # (its timeout entry is stale)
+        q.g.holder = -1
+    if q.g.holder < 0 and h >= 0 and q.barrier[h] and q.n_free > 0:
+        q.g.holder = h
+        q.g.mark = now
+        q.g.due[h] = now + q.g.timeout
+        q.g.n_dl = _ev_push(q.g.dl_time, q.g.dl_job, q.g.n_dl, q.g.due[h], h)
+
+
 cdef void _gc_fire(Wait* q, int64_t j, double now) noexcept nogil:
     """Job j's budget fires at now: it leaves the list, to return after its backoff, or lost (its work k r, r
     its runtime: the largest of its draws)."""
@@ -423,6 +454,8 @@ cdef void _gc_fire(Wait* q, int64_t j, double now) noexcept nogil:
     cdef double b, r
     _wl_unlink(q, j)
     q.g.due[j] = INFINITY
+    if q.g.holder == j:                       # (its held time was counted at this event's start)
+        q.g.holder = -1
     if q.g.requeue and (q.g.limit < 0 or q.g.requeues[j] < q.g.limit):
         n = q.g.requeues[j] + 1
         q.g.requeues[j] = n
@@ -832,6 +865,9 @@ cdef void _wl_decide(Wait* q, double now, const Service* sv, int64_t discipline)
         _wl_backfill(q, now, sv)
     elif discipline == C_SERVER_FILLING:
         _wl_server_filling(q, now, sv)
+    elif discipline == C_HOLD:                    # (gang clocks: coscheduling's permit wait, YuniKorn's placeholders)
+        _wl_fcfs(q, now, sv)
+        _gc_hold(q, now)
     elif discipline == C_AGING:                   # (gang clocks: Volcano's sla-waiting-time)
         if q.head >= 0 and now - q.arrival[q.head] >= q.aging:
             _wl_backfill(q, now, sv)              # the oldest job has waited T: it is EASY's head
@@ -890,7 +926,7 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
     cdef double now = -INFINITY
     cdef double tick, rel, arr, bound, due
     cdef int64_t j, u, released
-    cdef bint absorb = not q.rs.heap and not q.event and discipline != C_SERVER_FILLING
+    cdef bint absorb = not q.rs.heap and not q.event and discipline != C_SERVER_FILLING and discipline != C_HOLD
     for j in range(pos):                      # jobs of earlier calls that still wait, in arrival order
         if q.status[j] == C_WAITING:
             _wl_link(q, j)
@@ -912,6 +948,7 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
         due = _gc_next(q)
         if due < rel and due < tick and due < bound:
             now = due                         # the budgets that fire now (after the instant's other events)
+            _gc_count(q, now)
             while q.g.n_dl > 0 and q.g.dl_time[0] == now:
                 j = q.g.dl_job[0]
                 q.g.n_dl = _ev_pop(q.g.dl_time, q.g.dl_job, q.g.n_dl)
@@ -921,6 +958,7 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
             continue
         if rel < INFINITY and rel <= tick and rel <= arr and (pos < nw or rel <= next_first_arrival):
             now = rel                         # releases first: each freed worker offers itself
+            _gc_count(q, now)
             while q.f.n_abort > 0 and q.f.abort_time[0] <= now:     # (a job aborted now first releases its killed tasks)
                 j = q.f.abort_job[0]
                 q.f.n_abort = _ev_pop(q.f.abort_time, q.f.abort_job, q.f.n_abort)
@@ -960,7 +998,7 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
                 _wl_single(q, now, released, sv, discipline)
             elif q.batch and pos < nw and q.arrival[pos] == now:
                 continue                      # (one decision at this instant, after its arrivals)
-            elif not q.rigid or q.n_free >= _wl_need(q, discipline):
+            elif not q.rigid or discipline == C_HOLD or q.n_free >= _wl_need(q, discipline):
                 _wl_decide(q, now, sv, discipline)
         elif tick <= arr and tick <= bound and tick < INFINITY:
             now = tick                        # a revive tick: a global offer
@@ -968,6 +1006,7 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
             _wl_decide(q, now, sv, discipline)
         elif pos < nw:
             now = arr                         # an arrival: a global offer
+            _gc_count(q, now)
             q.status[pos] = C_WAITING
             _wl_link(q, pos)
             _gc_enter(q, pos, now)
@@ -1027,13 +1066,17 @@ cdef class WaitlistState:
     cdef public object rq_job                 # clocks: the return heap's jobs
     cdef public object clock_state            # clocks: [deadline entries, return entries]
     cdef public double aging                  # aging: the wait T after which the oldest job is EASY's head
+    cdef public double timeout                # hold: the hold timeout T
+    cdef public object hold_state             # hold: [the holder's window index (-1: none)]
+    cdef public double hold_mark              # hold: when the holder's held time was last counted
 
     def __init__(self, int64_t servers, int64_t discipline, int64_t phases, int64_t policy, int64_t stragglers,
                  params, bint two_barrier, bint event_overhead=False, double revive=1.0, bint fail=False,
                  bint failure_ids=True, double delay=0.0, bint sorted_releases=False,
                  int64_t backfill_list_max=32, bint rigid=False, clock=None):
         if not (discipline == C_FCFS or discipline == C_FIRST_FIT or discipline == C_BACKFILL
-                or discipline == C_SERVER_FILLING or discipline == C_AGING):
+                or discipline == C_SERVER_FILLING or discipline == C_AGING
+                or discipline == C_HOLD):
             raise ValueError(f"WaitlistState: unknown discipline code {discipline} (a discipline without a "
                              "branch in the kernel must not run as another)")
         self.discipline, self.phases, self.policy, self.stragglers = discipline, phases, policy, stragglers
@@ -1063,18 +1106,22 @@ cdef class WaitlistState:
         self.rq_time, self.rq_job = np.zeros(0), np.zeros(0, dtype=np.int64)
         self.clock_state = np.zeros(2, dtype=np.int64)
         self.aging = INFINITY
+        self.timeout = INFINITY
+        self.hold_state = np.full(1, -1, dtype=np.int64)
+        self.hold_mark = 0.0
 
 
 cdef void _gc_open(Wait* q, WaitlistState st, dict jobs, int64_t nw) except *:
     """The clocks' part of the kernel's state (off without them): the window's per-job ``budget``, ``due``,
     ``requeues``, ``away`` and ``lost`` (uint8), and the heaps of ``st`` (their room checked)."""
     cdef const double[::1] budget
-    cdef double[::1] due, away, dl_time, rq_time
+    cdef double[::1] due, away, dl_time, rq_time, held
     cdef int64_t[::1] requeues, dl_job, rq_job
     cdef unsigned char[::1] lost
     q.g.on = st.clock
     q.g.n_dl = 0
     q.g.n_rq = 0
+    q.g.holder = -1
     if not q.g.on:
         return
     budget, due, away = jobs["budget"], jobs["due"], jobs["away"]
@@ -1096,6 +1143,15 @@ cdef void _gc_open(Wait* q, WaitlistState st, dict jobs, int64_t nw) except *:
     q.g.rq_time, q.g.rq_job = &rq_time[0], &rq_job[0]
     q.g.n_dl = st.clock_state[0]
     q.g.n_rq = st.clock_state[1]
+    q.g.timeout = st.timeout
+    q.g.holder = st.hold_state[0]
+    q.g.mark = st.hold_mark
+    q.g.held = NULL
+    if st.discipline == C_HOLD:
+        held = jobs["held"]
+        if held.shape[0] != nw:
+            raise ValueError("run_waitlist: hold needs held per window job")
+        q.g.held = &held[0] if nw else NULL
 
 
 def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double next_first_arrival, tuple trace):
@@ -1347,6 +1403,8 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
     if q.g.on:
         st.clock_state[0] = q.g.n_dl
         st.clock_state[1] = q.g.n_rq
+        st.hold_state[0] = q.g.holder
+        st.hold_mark = q.g.mark
     heap_state[0] = _rs_close(&q.rs)               # (without the heap: ascending times, a valid heap)
     heap_state[1] = q.n_free
     if q.f.on:

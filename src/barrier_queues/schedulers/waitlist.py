@@ -14,6 +14,8 @@ decides which waiting jobs start, on the lowest-numbered free workers:
   2-barrier jobs whose k are powers of two dividing s;
 * ``aging`` (a gang clock, :mod:`barrier_queues.clocks`): first-fit until the
   oldest waiting job has waited ``aging_after``, then backfill with it as the head;
+* ``hold`` (a gang clock): fcfs, the head gang holding the free workers idle for
+  at most ``hold_timeout``, then it leaves or is requeued;
 * ``fcfs``: the paper's FIFO queue (the :mod:`~barrier_queues.schedulers.central`
   room runs it for ``scheduling="fcfs"``; this room's fcfs serves as an oracle:
   both must agree job by job).
@@ -64,7 +66,7 @@ from .base import Scheduler, chunk_pipeline, register, trace_arrays, trace_frame
 from .central import SORTED_FREE_MAX
 from .waitlist_reference import simulate_waitlist_reference
 
-DISCIPLINES = ("first-fit", "backfill", "server-filling", "aging")
+DISCIPLINES = ("first-fit", "backfill", "server-filling", "aging", "hold")
 
 #: backfill finds a class's next job by walking its waiting jobs while at most this many wait, and in a min
 #: segment tree of their finishing times above (kept only then: a tree update costs log2 of the window's jobs
@@ -210,6 +212,9 @@ class _Window:
             rigid=rigid, clock=clocks.settings(system) if self.clock else None)
         if system.aging_after is not None:
             self.state.aging = system.aging_after
+        if system.hold_timeout is not None:
+            self.state.timeout = system.hold_timeout
+        self.hold = system.scheduling == "hold"
         # (read by the kernel only; with barrier jobs only, each unit is a job and the kernel reads its job alone)
         self.units = None                                    # with failures, the units (set by the first chunk)
         self.unit_dtypes = self.UNIT_FIELDS if self.kills else {"ujob": np.int64}
@@ -278,7 +283,8 @@ class _Window:
     def _dtypes(self, chunk: dict) -> dict:
         """The window's per-job fields and types for jobs like ``chunk``'s (see FIELDS)."""
         return {**self.FIELDS, **(self.CLASS_FIELDS if "cls" in chunk else {}),
-                **(self.FAIL_FIELDS if self.fail else {}), **(self.CLOCK_FIELDS if self.clock else {})}
+                **(self.FAIL_FIELDS if self.fail else {}), **(self.CLOCK_FIELDS if self.clock else {}),
+                **({"held": np.float64} if self.hold else {})}
 
     def _prebuild(self, chunk: dict, prep: dict, rooms: tuple, seq: int) -> dict:
         """With failures, a chunk's window rows, units and draws (holds) in buffers of their own, written where
@@ -318,7 +324,8 @@ class _Window:
             classes = "cls" in chunk                        # the jobs' own classes (a workload's)
             self.results = {**self.RESULTS, "cls": "job_class" if classes else "cls",
                             **({"attempts": "natt", "aborted": "aborted"} if fail else {}),
-                            **({"lost": "lost", "requeues": "requeues", "backoff": "away"} if self.clock else {})}
+                            **({"lost": "lost", "requeues": "requeues", "backoff": "away"} if self.clock else {}),
+                            **({"held": "held"} if self.hold else {})}
         if fail:
             return self._append_prebuilt(chunk, prep)
         if self.rows is None:
@@ -333,6 +340,8 @@ class _Window:
             new["job_class"] = chunk["cls"]
         if self.clock:
             new.update(budget=chunk["budget"], due=np.inf, requeues=0, away=0.0, lost=False)
+        if self.hold:
+            new["held"] = 0.0
         self.seq += n
         pos = self.rows.size
         self.rows.extend(new, n)
@@ -428,6 +437,8 @@ class _Window:
             units = {**self.NO_UNITS, **self.units.view}   # (barrier jobs only: ujob alone)
         if self.clock:
             jobs.update({key: a[key] for key in ("budget", "due", "requeues", "away")}, lost=a["lost"].view(np.uint8))
+            if self.hold:
+                jobs["held"] = a["held"]
             self._clock_room(a["arrival"].size)
         kernels_module().run_waitlist(self.state, jobs, units, pos, next_first_arrival, tuple(trace))
 
@@ -531,6 +542,7 @@ class _Window:
         """The clocks' heap entries after the window keeps only the rows ``keep``: each job's new row (-1 for
         one not kept: a stale deadline), the entries sorted by (time, job) again (a valid heap)."""
         st = self.state
+        st.hold_state[:] = _renumber(st.hold_state, keep)       # (the holder waits: it is kept)
         for t, j, size in (("dl_time", "dl_job", st.clock_state[0]), ("rq_time", "rq_job", st.clock_state[1])):
             times, jobs = getattr(st, t), getattr(st, j)
             v = _renumber(jobs[:size], keep)
@@ -686,6 +698,8 @@ def run_inputs(system, inputs: dict, phase: float = 0.0, discipline: str | None 
         result.update(attempts=out["attempts"], aborted=out["aborted"])
     if window.clock:
         result.update(lost=out["lost"], requeues=out["requeues"], backoff=out["backoff"])
+    if window.hold:
+        result["held"] = out["held"]
     return result
 
 
@@ -694,7 +708,7 @@ def _budgets(system, inputs: dict) -> np.ndarray:
     drawn by the caller: :func:`barrier_queues.clocks.budgets`)."""
     if "budget" in inputs:
         return np.asarray(inputs["budget"], dtype=float)
-    if system.wait_budget.kind == "exp":
+    if system.wait_budget is not None and system.wait_budget.kind == "exp":
         raise ParameterError("exponential patience (wait_budget 'exp:MEAN') needs drawn budgets: give "
                              "inputs['budget'] from barrier_queues.clocks.budgets(system, inputs, rng)")
     return clocks.budgets(system, inputs, None)

@@ -89,6 +89,7 @@ class _Waitlist:
         self.predictions = None
         self.predicted = {}
         self.clock = None
+        self.holder, self.mark = None, 0.0
         self.deadlines: list[tuple[float, int]] = []
         self.returns: list[tuple[float, int]] = []
 
@@ -100,6 +101,8 @@ class _Waitlist:
         self.budget = [float(b) for b in budgets]
         self.deadline_at = [math.inf] * n
         self.res.update(lost=[False] * n, requeues=[0] * n, backoff=[0.0] * n)
+        if clock.get("hold"):
+            self.res["held"] = [0.0] * n
 
     def enter(self, j, now):
         """Job j enters the waiting list at now: its deadline is now + its budget (none for an infinite one)."""
@@ -132,6 +135,26 @@ class _Waitlist:
             self.enter(j, now)
         return released
 
+    def count(self, now):
+        """Hold: the holder's held worker time up to now (every free worker is held for it)."""
+        if self.holder is not None:
+            self.res["held"][self.holder] += len(self.free) * (now - self.mark)
+            self.mark = now
+
+    def hold(self, now):
+        """fcfs, then the hold: a holder no longer at the head stops holding; a barrier head that cannot start
+        while workers are free begins to hold them, its timeout due at now + T."""
+        self.fcfs(now)
+        head = self.waiting[0] if self.waiting else None
+        if self.holder is not None and self.holder != head:
+            self.count(now)
+            self.deadline_at[self.holder] = math.inf
+            self.holder = None
+        if self.holder is None and head is not None and self.barrier[head] and self.free:
+            self.holder, self.mark = head, now
+            self.deadline_at[head] = now + self.clock["timeout"]
+            heapq.heappush(self.deadlines, (self.deadline_at[head], head))
+
     def fire(self, now):
         """Every budget that fires at now (entries of jobs that started or left are dropped)."""
         while self.deadlines and self.deadlines[0][0] == now:
@@ -143,6 +166,8 @@ class _Waitlist:
         """Job j's budget fires: it leaves the list, to return after its backoff, or lost."""
         self.waiting.remove(j)
         self.deadline_at[j] = math.inf
+        if self.holder == j:
+            self.holder = None
         c, r = self.clock, self.res
         if c["requeue"] and (c["limit"] < 0 or r["requeues"][j] < c["limit"]):
             n = r["requeues"][j] + 1
@@ -469,6 +494,22 @@ def job_attempts(first, clocks, fresh, k, fail):
         a += 1
 
 
+def _prepared(arrivals, tasks, barrier, times, servers, two_barrier, service_fn, reservations, failures,
+              predictions, clock, aging_after, rule) -> _Waitlist:
+    """The reference's state for one run, with its failures, predictions and clocks set up."""
+    one_job = service_fn or (lambda draws, k: service(draws, k, **service_args(rule)))
+    q = _Waitlist(arrivals, tasks, barrier, times, servers, two_barrier, one_job, rule.get("phases", 1),
+                  reservations)
+    if failures is not None:
+        q.setup_failures(failures, times)
+    if predictions is not None:
+        q.predictions = [float(p) for p in predictions]
+    if clock is not None:
+        q.setup_clock(clock, clock["budgets"])
+    q.aging_after = math.inf if aging_after is None else float(aging_after)
+    return q
+
+
 def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, discipline: str = "fcfs",
                                 two_barrier: bool = False, trace: bool = False, service_fn=None,
                                 reservations: list | None = None, event_overhead: bool = False,
@@ -490,23 +531,15 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
     plain function of one attempt (``FailureModel.attempt``); each unit's attempts are recomputed here from the
     draws and must be as many as the inputs say. ``predictions``: per job, the hold backfill predicts (module
     docstring). ``clock`` (gang clocks, :mod:`barrier_queues.clocks`): ``budgets`` (per job), ``requeue``,
-    ``base``, ``cap`` and ``limit`` (-1: none); a job's deadline fires after the releases, returns and decision
-    of its instant, then one decision; a requeued job returns with the releases of its instant, at its place.
-    ``aging_after``: the wait T of discipline ``aging`` (first-fit until the oldest waiting job has waited T,
-    then backfill with it as the head)."""
-    one_job = service_fn or (lambda draws, k: service(draws, k, **service_args(rule)))
-    q = _Waitlist(arrivals, tasks, barrier, times, servers, two_barrier, one_job, rule.get("phases", 1),
-                  reservations)
-    if failures is not None:
-        q.setup_failures(failures, times)
-    if predictions is not None:
-        q.predictions = [float(p) for p in predictions]
-    if clock is not None:
-        q.setup_clock(clock, clock["budgets"])
+    ``base``, ``cap``, ``limit`` (-1: none), ``timeout`` and ``hold`` (discipline hold); a job's deadline
+    fires after the releases, returns and decision of its instant, then one decision; a requeued job returns
+    with the releases of its instant, at its place. ``aging_after``: the wait T of discipline ``aging``
+    (first-fit until the oldest waiting job has waited T, then backfill with it as the head)."""
+    q = _prepared(arrivals, tasks, barrier, times, servers, two_barrier, service_fn, reservations, failures,
+                  predictions, clock, aging_after, rule)
     batch = discipline == "server-filling"
-    q.aging_after = math.inf if aging_after is None else float(aging_after)
     builtin = {"fcfs": q.fcfs, "first-fit": q.first_fit, "backfill": q.backfill, "server-filling": q.server_filling,
-               "aging": q.aging}
+               "aging": q.aging, "hold": q.hold}
     decide = builtin[discipline] if discipline in builtin else functools.partial(DECIDE[discipline], q)
     n, i, now, tick_n = len(q.arrivals), 0, -math.inf, 0.0
     while i < n or q.releases or q.retries or q.returns or q.next_deadline() < math.inf or (
@@ -522,10 +555,12 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
         due = q.next_deadline()
         if due < rel and due < tick and due < arr:
             now = due                                   # the budgets that fire now, then one decision
+            q.count(now)
             q.fire(now)
             decide(now)
         elif rel < math.inf and rel <= tick and rel <= arr:
             now = rel
+            q.count(now)
             released = q.instant(now)
             if event_overhead:
                 q.single(now, released, discipline)
@@ -537,6 +572,7 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
             decide(now)
         else:
             now = arr
+            q.count(now)
             q.waiting.append(i)
             q.enter(i, now)
             i += 1
