@@ -305,3 +305,19 @@ def test_hold_reports_its_held_share_and_counts_lost_gangs_work():
         S(servers=8, tasks=2, arrival_rate=1.0, scheduling="hold", hold_timeout=1, wait_budget=3)
     with pytest.raises(bq.ParameterError, match="hold_timeout must be None unless"):
         S(servers=8, tasks=2, arrival_rate=1.0, hold_timeout=1)
+
+
+def test_the_overload_limit_of_a_hold_that_never_times_out_is_fifos_exact_limit():
+    """Overloaded runs (1.5 x the holding ceiling) start jobs at the stability limit: with a timeout no gang
+    reaches, hold is fcfs, whose limit for one k is mu / (H_s - H_{s-k}) (the paper's eq. 5); it must lie in
+    the runs' 95 % t interval over 4 replications."""
+    from barrier_queues.stability import one_barrier_lambda_max, overload_limit
+
+    system = S(servers=8, tasks=4, scheduling="hold", hold_timeout=1e9, on_budget="requeue", requeue_backoff="1,4")
+    out = overload_limit(system, jobs=100_000, replications=4, seed=1)
+    lo, hi = out["lambda_max_ci"]
+    assert lo <= one_barrier_lambda_max(8, 4) <= hi
+    with pytest.raises(bq.ParameterError, match="on_budget must be 'requeue' without requeue_limit"):
+        overload_limit(system.replace(on_budget="leave", requeue_backoff=None), jobs=1000)
+    with pytest.raises(bq.ParameterError, match="a class starves"):
+        overload_limit(S(servers=16, tasks_pmf={2: 0.5, 16: 0.5}, scheduling="first-fit"), jobs=20_000, seed=1)
