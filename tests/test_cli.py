@@ -511,7 +511,7 @@ def _short_variant(command: str, tmp: Path) -> list[str]:
             continue
         if argv[0] == "spark-analyze" and "eventlog" in arg:
             arg = str(root / SPARK_RUN / "eventlog" / "*")
-        if argv[0] in ("replay", "sweep") and arg.endswith((".swf", ".swf.gz")):   # a log of the TRACES folder
+        if argv[0] in ("replay", "sweep") and arg.endswith((".swf", ".swf.gz", ".csv.gz")):   # a log of TRACES
             folder = os.environ.get("BARRIER_QUEUES_TRACES")                       # (found by name, as printed)
             if not folder or not (Path(folder) / arg).is_file():
                 pytest.skip(f"{arg}: the logs' folder (BARRIER_QUEUES_TRACES; make sets it) does not hold it")

@@ -312,7 +312,8 @@ def test_the_overload_limit_of_a_hold_that_never_times_out_is_fifos_exact_limit(
     """Overloaded runs (1.5 x the holding ceiling) start jobs at the stability limit: with a timeout no gang
     reaches, hold is fcfs, whose limit for one k is mu / (H_s - H_{s-k}) (the paper's eq. 5); it must lie in
     the runs' 95 % t interval over 4 replications."""
-    from barrier_queues.stability import one_barrier_lambda_max, overload_limit
+    from barrier_queues.overload import overload_limit
+    from barrier_queues.stability import one_barrier_lambda_max
 
     system = S(servers=8, tasks=4, scheduling="hold", hold_timeout=1e9, on_budget="requeue", requeue_backoff="1,4")
     out = overload_limit(system, jobs=100_000, replications=4, seed=1)

@@ -1247,6 +1247,8 @@ def _replay(args) -> dict:
             raise ParameterError(f"--size-classes must be comma-separated integers >= 1, the lower bounds of k "
                                  f"(got {args.size_classes!r})") from None
     trace = read_trace(args.trace, width=args.width)
+    if args.by_cluster is not None:
+        return _replay_by_cluster(args, trace, edges)
     grid = {name: values for name, values in (("servers", args.servers), ("scheduling", args.scheduling),
                                                ("estimates", args.estimates), ("load_scale", args.load_scale))
             if values is not None and len(values) > 1}
@@ -1272,6 +1274,26 @@ def _replay(args) -> dict:
     return out
 
 
+def _replay_by_cluster(args, trace, edges) -> dict:
+    """``replay --by-cluster``: every sized cluster on its own size, one value of each option."""
+    from pathlib import Path
+
+    from .replay import replay_by_cluster
+
+    spec = args.by_cluster.strip()
+    if Path(spec).is_file():
+        spec = ",".join(x.strip() for x in Path(spec).read_text().replace("\n", ",").split(",") if x.strip())
+    given = [flag for flag, value in (("--servers", args.servers), ("--jobs-out", args.jobs_out)) if value]
+    lists = [f"--{name.replace('_', '-')}" for name in ("scheduling", "estimates", "load_scale")
+             if len(getattr(args, name)) > 1]
+    if given or lists:
+        raise ParameterError(f"--by-cluster runs each cluster on its own size with one value of each option (got "
+                             f"{', '.join(given + lists)})")
+    result = replay_by_cluster(trace, spec, scheduling=args.scheduling[0], estimates=args.estimates[0],
+                               load_scale=args.load_scale[0], **_replay_failures(args))
+    return {"mode": "by-cluster", **result.summary(tau=args.bsld_tau, trim=args.trim, size_edges=edges)}
+
+
 def _seed_needs_failures(failure_rate, seed, wait_budget=None) -> None:
     """A replay's only randomness is its failure clocks and exponential patience: a seed without either is
     refused, not ignored."""
@@ -1293,6 +1315,9 @@ def _replay_failures(args) -> dict:
 
 def _print_replay(out: dict) -> None:
     tr = out["trace"]
+    if out.get("mode") == "by-cluster":
+        _print_by_cluster(out)
+        return
     if "rows" in out:                                    # a grid
         skipped = ", ".join(f"{n} {reason}" for reason, n in tr["skipped"].items()) or "none"
         print(f"trace             {tr['source']} ({tr['format']}): {tr['jobs']} jobs; skipped: {skipped}")
@@ -1339,6 +1364,26 @@ def _print_replay(out: dict) -> None:
         print(f"jobs written to   {out['jobs_out']}")
 
 
+def _print_by_cluster(out: dict) -> None:
+    """``replay --by-cluster`` as text: one row per cluster, then all clusters together and the unsized ones."""
+    tr = out["trace"]
+    print(f"trace             {tr['source']} ({tr['format']}), {out['scheduling']}, load scale "
+          f"{out['load_scale']:g}, estimates {out['estimates']}")
+    print(f"{'cluster':<10}{'workers':>8}{'jobs':>8}{'skipped':>8}{'mean wait':>12}{'max wait':>12}"
+          f"{'mean bsld':>11}{'utilization':>12}")
+    rows = [(name, c) for name, c in out["clusters"].items()] + [("all", out["all"])]
+    for name, c in rows:
+        skipped = sum(c.get("skipped", {}).values()) if name != "all" else sum(
+            sum(x["skipped"].values()) for x in out["clusters"].values())
+        print(f"{name:<10}{c['servers']:>8}{c['measured_jobs']:>8}{skipped:>8}{_fmt(c['mean_waiting'], '>12.6g')}"
+              f"{_fmt(c['max_waiting'], '>12.6g')}{_fmt(c['mean_bounded_slowdown'], '>11.4g')}"
+              f"{_fmt(c['utilization'], '>12.4f')}")
+    unsized = out["unsized"]
+    if unsized["jobs"]:
+        names = ", ".join(f"{k} ({v})" for k, v in unsized["clusters"].items())
+        print(f"unsized           {unsized['jobs']} jobs of clusters given no size, skipped: {names}")
+
+
 #: the system fields a replay reads (generated from the fields, as simulate's options are): each one's default
 #: and what the command says of it beside the field's help; GRID_OPTIONS take a comma-separated list (a grid)
 REPLAY_FIELDS = {"servers": (None, "default: the log's MaxProcs"),
@@ -1376,8 +1421,10 @@ def _replay_system_options(rp) -> None:
 def _add_replay(sub) -> None:
     rp = sub.add_parser("replay", help=COMMAND_HELP["replay"],
                         description="Replay a workload log under a scheduling discipline: an SWF log of the "
-                                    "Parallel Workloads Archive (plain or gzip), a CSV trace, or a Spark event log.")
-    rp.add_argument("trace", help="SWF file (.swf or .swf.gz), CSV trace, or Spark event log (file or folder)")
+                                    "Parallel Workloads Archive (plain or gzip), a CSV trace, the Philly GPU "
+                                    "cluster's log, or a Spark event log.")
+    rp.add_argument("trace", help="SWF file (.swf or .swf.gz), CSV trace, Philly log, or Spark event log (file or "
+                                  "folder)")
     _replay_system_options(rp)
     rp.add_argument("--width", choices=("requested", "allocated"), default="requested",
                     help="SWF job width: field 8 (requested processors) first, else field 5 (default), or the "
@@ -1392,6 +1439,10 @@ def _add_replay(sub) -> None:
                     help="with --failure-rate: seed of the failure clocks (default 0)")
     rp.add_argument("--jobs-out", default=None, help="write one row per job (job_id, submit, start, end, tasks)")
     rp.add_argument("--force", action="store_true", help="overwrite --jobs-out if it exists")
+    rp.add_argument("--by-cluster", default=None, metavar="SIZES",
+                    help="replay each virtual cluster of the log (the Philly log's cluster column) on its own size: "
+                         "'vc:workers,vc:workers,...' or a file holding that; the jobs of a cluster given no size "
+                         "are skipped and counted by name")
     rp.add_argument("--json", action="store_true")
     rp.set_defaults(run=_replay, show=_print_replay)
 

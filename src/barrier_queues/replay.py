@@ -267,6 +267,90 @@ def _lost(sel, lost, work, requeues, backoff) -> dict:
             "backoff_per_job": float(backoff[sel].mean()) if n else None}
 
 
+def parse_cluster_sizes(spec) -> dict[str, int]:
+    """``"vc:gpus,vc:gpus,..."`` (or a dict) as ``{vc: workers}``: each VC once, each size a whole number >= 1."""
+    if isinstance(spec, dict):
+        items = list(spec.items())
+    else:
+        items = []
+        for part in str(spec).split(","):
+            name, sep, size = part.strip().partition(":")
+            if not sep or not name:
+                raise ParameterError(f"cluster sizes must look like 'vc:gpus,vc:gpus' (got {spec!r})")
+            items.append((name, size))
+    out = {}
+    for name, size in items:
+        try:
+            value = int(str(size))
+        except ValueError:
+            raise ParameterError(f"cluster size of {name!r} must be a whole number of workers (got {size!r})") from None
+        if name in out:
+            raise ParameterError(f"cluster sizes name {name!r} twice (got {spec!r})")
+        out[str(name)] = check_int(f"cluster size of {name!r}", value, low=1, high=10**6, high_name="1,000,000")
+    if not out:
+        raise ParameterError("cluster sizes must name at least one cluster")
+    return out
+
+
+@dataclass
+class ClusterReplay:
+    """A log replayed cluster by cluster (:func:`replay_by_cluster`): each sized cluster's
+    :class:`ReplayResult`, and the jobs of clusters given no size, by cluster (skipped, never run)."""
+
+    results: dict
+    unsized: dict
+
+    def summary(self, tau: float = BSLD_TAU, trim: bool = False, size_edges=None) -> dict:
+        """Per cluster its setting and metrics, and all clusters together: their jobs pooled (the waiting and
+        slowdown of every job replayed), utilization over the sum of the sizes, the unsized clusters' jobs
+        counted by name."""
+        per = {}
+        for name, r in self.results.items():
+            per[name] = {"servers": r.servers, "skipped": dict(r.trace["skipped"]),
+                         **r.metrics(tau=tau, trim=trim, size_edges=size_edges)}
+        tables = [r.jobs for r in self.results.values()]
+        servers = sum(r.servers for r in self.results.values())
+        pooled = trace_metrics(pd.concat(tables, ignore_index=True), servers, tau=tau, trim=False,
+                               size_edges=size_edges)
+        pooled["utilization"] = (sum(float(t.work.sum()) for t in tables)
+                                 / sum(r.servers * (float(r.jobs.end.max()) - float(r.jobs.submit.min()))
+                                       for r in self.results.values()))
+        first = next(iter(self.results.values()))
+        return {"scheduling": first.scheduling, "estimates": first.estimates, "load_scale": first.load_scale,
+                "clusters": per, "all": {"servers": servers, **pooled},
+                "unsized": {"clusters": dict(self.unsized), "jobs": int(sum(self.unsized.values()))},
+                "trace": {**first.trace, "source": self.source}}
+
+    @property
+    def source(self) -> str:
+        return next(iter(self.results.values())).trace["source"].rsplit(" cluster ", 1)[0]
+
+
+def replay_by_cluster(trace: Trace, sizes, **options) -> ClusterReplay:
+    """Replay each virtual cluster of a log with a ``cluster`` column (the Philly log) as its own cluster of
+    ``sizes[vc]`` workers, under the same ``options`` (:func:`replay`'s); jobs wider than their cluster are
+    skipped and counted there, and the jobs of a cluster given no size are skipped and counted by name, never
+    run on a guessed size. The pooled metrics weigh every replayed job once; utilization is the work of all
+    over the sum of each cluster's size times its own span."""
+    if "cluster" not in trace.jobs:
+        raise ParameterError(f"trace {trace.source!r} has no cluster column: --by-cluster needs a log of virtual "
+                             "clusters (the Philly log)")
+    sizes = parse_cluster_sizes(sizes)
+    if "servers" in options:
+        raise ParameterError("servers must not be given with cluster sizes: each cluster runs on its own size")
+    named = trace.jobs.cluster.astype(str)
+    unknown = sorted(set(sizes) - set(named))
+    if unknown:
+        raise ParameterError(f"cluster sizes name clusters the log does not have: {unknown}")
+    results = {}
+    for name, size in sizes.items():
+        jobs = trace.jobs[named == name].reset_index(drop=True)
+        sub = Trace(jobs, f"{trace.source} cluster {name}", trace.format, servers=size, notes=list(trace.notes))
+        results[name] = replay(sub, servers=size, **options)
+    unsized = named[~named.isin(list(sizes))].value_counts()
+    return ClusterReplay(results, {str(k): int(v) for k, v in unsized.sort_index().items()})
+
+
 #: the options a grid of replays may vary, in the order they multiply out (the last varies fastest)
 GRID_OPTIONS = ("servers", "scheduling", "estimates", "load_scale")
 
@@ -314,5 +398,6 @@ def replay_grid(trace: Trace, grid: dict, tau: float = BSLD_TAU, trim: bool = Fa
     return pd.DataFrame(rows)
 
 
-__all__ = ["BSLD_TAU", "DISCIPLINES", "ESTIMATES", "GRID_OPTIONS", "ReplayResult", "check_estimates", "failure_inputs",
-           "replay", "replay_grid", "size_classes", "trace_metrics", "trace_system"]
+__all__ = ["BSLD_TAU", "DISCIPLINES", "ESTIMATES", "GRID_OPTIONS", "ClusterReplay", "ReplayResult", "check_estimates",
+           "failure_inputs", "parse_cluster_sizes", "replay", "replay_by_cluster", "replay_grid", "size_classes",
+           "trace_metrics", "trace_system"]

@@ -265,6 +265,57 @@ def read_trace_csv(path) -> Trace:
                  task_offsets=new_offsets)
 
 
+#: the header of the Philly job log as the Pollux artifact extracts it (``philly.csv``)
+PHILLY_COLUMNS = ["timestamp", "duration", "num_gpus", "gpu_time", "cluster"]
+
+
+def read_philly(path) -> Trace:
+    """The Philly GPU cluster's job log in the Pollux extract (columns :data:`PHILLY_COLUMNS`; unsorted rows,
+    one per job): rigid gangs of ``num_gpus`` GPUs for ``duration`` seconds, submitted at ``timestamp`` (wall
+    clock, read as seconds since the log's first submission), with their virtual cluster in ``cluster``
+    (replay each on its own size: :func:`barrier_queues.replay.replay_by_cluster`). The log records no machine
+    size and no requested time. A row whose ``gpu_time`` is not ``duration x num_gpus`` is refused, naming it."""
+    p = Path(path)
+    source = repr(str(p))
+    try:
+        table = pd.read_csv(io.BytesIO(_open_bytes(p, "trace")), dtype={"cluster": str})
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise ParameterError(f"trace {source} is not a valid CSV: {exc}") from None
+    if list(table.columns) != PHILLY_COLUMNS:
+        raise ParameterError(f"trace {source}: a Philly log has the columns {', '.join(PHILLY_COLUMNS)} (got "
+                             f"{list(table.columns)})")
+    if table.empty:
+        raise ParameterError(f"trace {source} has no jobs")
+    stamps = pd.to_datetime(table["timestamp"], format="%Y-%m-%d %H:%M:%S", errors="coerce")
+    if stamps.isna().any():
+        row = int(np.flatnonzero(stamps.isna().to_numpy())[0])
+        raise ParameterError(f"trace {source} row {row + 2}: timestamp must be YYYY-MM-DD HH:MM:SS (got "
+                             f"{table['timestamp'].iat[row]!r})")
+    first = stamps.min()
+    tasks = _column(table, "num_gpus", source, low=1.0)
+    if (tasks != np.floor(tasks)).any() or (tasks > MAX_WIDTH).any():
+        row = int(np.flatnonzero((tasks != np.floor(tasks)) | (tasks > MAX_WIDTH))[0])
+        raise ParameterError(f"trace {source} row {row + 2}: num_gpus must be a whole number of at most "
+                             f"{MAX_WIDTH:,}")
+    runtime = _column(table, "duration", source, low=0.0, strict=True)
+    gpu_time = _column(table, "gpu_time", source, low=0.0, strict=True)
+    off = np.abs(gpu_time - runtime * tasks) > 1e-9 * gpu_time
+    if off.any():
+        row = int(np.flatnonzero(off)[0])
+        raise ParameterError(f"trace {source} row {row + 2}: gpu_time {gpu_time[row]:g} is not duration x num_gpus "
+                             f"= {runtime[row] * tasks[row]:g}")
+    if table["cluster"].isna().any():
+        raise ParameterError(f"trace {source} row {int(np.flatnonzero(table['cluster'].isna())[0]) + 2}: cluster "
+                             "is empty")
+    jobs = pd.DataFrame({"job_id": np.arange(len(table)),
+                         "submit": (stamps - first).dt.total_seconds().to_numpy(dtype=float),
+                         "tasks": tasks.astype(np.int64), "runtime": runtime, "barrier": True, "estimate": np.nan,
+                         "cluster": table["cluster"].to_numpy()})
+    return Trace(_in_order(jobs), str(p), "philly",
+                 notes=[f"submit times in seconds since the first submission, {first:%Y-%m-%d %H:%M:%S}",
+                        "a job's runtime is its duration; the log has no requested times"])
+
+
 def _column(table: pd.DataFrame, name: str, source: str, low: float, strict: bool = False) -> np.ndarray:
     values = pd.to_numeric(table[name], errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(values) | (values <= low if strict else values < low)
@@ -447,6 +498,8 @@ def _read_trace(path, width: str, servers: int | None) -> Trace:
         return trace_from_event_log(p)
     if first.startswith(";") or (first and all(_is_float(x) for x in first.split())):
         return read_swf(p, width, servers)
+    if first.replace(" ", "").split(",") == PHILLY_COLUMNS:
+        return read_philly(p)
     if "submit" in first and "," in first:
         return read_trace_csv(p)
     try:
@@ -456,5 +509,5 @@ def _read_trace(path, width: str, servers: int | None) -> Trace:
                              "event log") from None
 
 
-__all__ = ["TRACES_ENV", "WIDTHS", "Trace", "locate_trace", "read_swf", "read_trace", "read_trace_csv", "trace_folder",
-           "trace_from_event_log"]
+__all__ = ["PHILLY_COLUMNS", "TRACES_ENV", "WIDTHS", "Trace", "locate_trace", "read_philly", "read_swf", "read_trace",
+           "read_trace_csv", "trace_folder", "trace_from_event_log"]

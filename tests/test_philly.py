@@ -1,0 +1,105 @@
+"""The Philly GPU cluster's log (the Pollux extract): read as rigid gangs with their virtual cluster, and replayed
+cluster by cluster on each one's own size, the jobs of unsized clusters counted by name."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import barrier_queues as bq
+from barrier_queues.replay import parse_cluster_sizes, replay, replay_by_cluster
+from barrier_queues.traces import Trace, read_trace
+
+TRACES = Path(os.environ["BARRIER_QUEUES_TRACES"]) if os.environ.get("BARRIER_QUEUES_TRACES") else None
+PHILLY = TRACES / "philly-pollux.csv.gz" if TRACES is not None else None
+#: the Helios study's VC sizes in 8-GPU nodes (the traces' README), as GPUs
+HELIOS = {"6214e9": 512, "7f04ca": 256, "11cb48": 128, "b436b2": 512, "ee9e8c": 512, "e13805": 128, "6c71a0": 256,
+          "2869ce": 128, "ed69ec": 64, "103959": 64, "0e4a51": 256}
+CLI = [sys.executable, "-m", "barrier_queues.cli"]
+
+SMALL = """timestamp,duration,num_gpus,gpu_time,cluster
+2017-10-01 00:00:10,100.0,2,200.0,a
+2017-10-01 00:00:00,50.0,1,50.0,b
+2017-10-01 00:00:05,30.0,4,120.0,a
+2017-10-01 00:01:00,10.0,1,10.0,c
+"""
+
+
+def _write(tmp_path, text, name="philly.csv"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_a_philly_log_is_read_as_rigid_gangs_in_submission_order(tmp_path):
+    trace = read_trace(_write(tmp_path, SMALL))
+    assert trace.format == "philly" and trace.rigid and trace.servers is None
+    jobs = trace.jobs
+    assert jobs.submit.tolist() == [0.0, 5.0, 10.0, 60.0]                 # seconds since the first, sorted
+    assert jobs.tasks.tolist() == [1, 4, 2, 1] and jobs.runtime.tolist() == [50.0, 30.0, 100.0, 10.0]
+    assert jobs.cluster.tolist() == ["b", "a", "a", "c"] and jobs.estimate.isna().all()
+
+
+@pytest.mark.parametrize("bad, message", [
+    (SMALL.replace("2017-10-01 00:00:05", "yesterday"), "row 4: timestamp"),
+    (SMALL.replace("30.0,4,120.0", "30.0,4,121.0"), "row 4: gpu_time"),
+    (SMALL.replace("100.0,2,200.0", "0.0,2,0.0"), "duration"),
+    (SMALL.replace("1,50.0", "1.5,75.0"), "num_gpus must be a whole number"),
+])
+def test_a_bad_philly_row_is_refused_naming_it(tmp_path, bad, message):
+    with pytest.raises(bq.ParameterError, match=message):
+        read_trace(_write(tmp_path, bad))
+
+
+def test_each_cluster_runs_on_its_own_size_and_unsized_ones_are_counted_by_name(tmp_path):
+    trace = read_trace(_write(tmp_path, SMALL))
+    result = replay_by_cluster(trace, "a:4,b:1", scheduling="fcfs")
+    out = result.summary()
+    assert out["unsized"] == {"clusters": {"c": 1}, "jobs": 1}
+    assert out["clusters"]["a"]["servers"] == 4 and out["clusters"]["b"]["jobs"] == 1
+    # cluster a alone: the 4-GPU gang (t = 5) runs to 35, the 2-GPU gang submitted at 10 waits until then
+    a = result.results["a"].jobs
+    assert a.start.tolist() == [5.0, 35.0]
+    assert out["all"]["jobs"] == 3 and out["all"]["mean_waiting"] == pytest.approx(25.0 / 3)
+    with pytest.raises(bq.ParameterError, match="does not have"):
+        replay_by_cluster(trace, "a:4,zz:8")
+    with pytest.raises(bq.ParameterError, match="twice"):
+        parse_cluster_sizes("a:4,a:8")
+    with pytest.raises(bq.ParameterError, match="no cluster column"):
+        replay_by_cluster(Trace(trace.jobs.drop(columns="cluster"), "x", "csv"), "a:4")
+
+
+@pytest.mark.skipif(PHILLY is None or not PHILLY.is_file(),
+                    reason="the logs' folder (BARRIER_QUEUES_TRACES; make sets it) is not here")
+def test_the_philly_log_by_cluster_on_the_helios_sizes():
+    """82,247 jobs in 15 VCs; the 18 jobs of the 4 VCs with no published size are skipped and named; each VC's
+    replay equals a replay of its own jobs on its size, job by job."""
+    trace = read_trace(PHILLY)
+    assert len(trace.jobs) == 82_247 and trace.jobs.cluster.nunique() == 15
+    result = replay_by_cluster(trace, HELIOS, scheduling="first-fit")
+    out = result.summary()
+    assert out["unsized"]["jobs"] == 18 and len(out["unsized"]["clusters"]) == 4
+    assert out["all"]["jobs"] == 82_247 - 18
+    vc = trace.jobs[trace.jobs.cluster == "2869ce"].reset_index(drop=True)
+    alone = replay(Trace(vc, "2869ce", "philly"), servers=128, scheduling="first-fit").jobs
+    assert np.array_equal(alone.start.to_numpy(), result.results["2869ce"].jobs.start.to_numpy())
+    cli = subprocess.run([*CLI, "replay", str(PHILLY), "--scheduling", "first-fit", "--by-cluster",
+                          ",".join(f"{k}:{v}" for k, v in HELIOS.items()), "--json"], capture_output=True, text=True,
+                         check=True)
+    assert json.loads(cli.stdout)["all"]["mean_waiting"] == out["all"]["mean_waiting"]
+
+
+def test_by_cluster_refuses_what_it_cannot_honour(tmp_path):
+    path = _write(tmp_path, SMALL)
+    for extra, flag in ((["--servers", "8"], "--servers"), (["--scheduling", "fcfs,first-fit"], "--scheduling")):
+        out = subprocess.run([*CLI, "replay", str(path), "--by-cluster", "a:4", *extra], capture_output=True,
+                             text=True)
+        assert out.returncode == 2 and flag in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    sizes = _write(tmp_path, "a:4\nb:1\n", "sizes.txt")
+    out = subprocess.run([*CLI, "replay", str(path), "--by-cluster", str(sizes)], capture_output=True, text=True,
+                         check=True)
+    assert "unsized           1 jobs of clusters given no size, skipped: c (1)" in out.stdout
