@@ -1249,6 +1249,10 @@ def _replay(args) -> dict:
     trace = read_trace(args.trace, width=args.width)
     if args.by_cluster is not None:
         return _replay_by_cluster(args, trace, edges)
+    if args.shake is not None:
+        return _replay_shaken(args, trace)
+    if args.shake_by is not None:
+        raise ParameterError("--shake-by must come with --shake N (got --shake-by alone)")
     grid = {name: values for name, values in (("servers", args.servers), ("scheduling", args.scheduling),
                                                ("estimates", args.estimates), ("load_scale", args.load_scale))
             if values is not None and len(values) > 1}
@@ -1272,6 +1276,23 @@ def _replay(args) -> dict:
         result.jobs[columns].to_csv(args.jobs_out, index=False, float_format="%.17g")
         out["jobs_out"] = args.jobs_out
     return out
+
+
+def _replay_shaken(args, trace) -> dict:
+    """``replay --shake N``: the grid (or the one replay) on the log and on N shaken copies."""
+    from .replay import shaken_grid
+
+    given = [flag for flag, value in (("--jobs-out", args.jobs_out), ("--size-classes", args.size_classes)) if value]
+    if given:
+        raise ParameterError(f"--shake reports each point's metrics over the shaken logs: {', '.join(given)} must "
+                             "not be given with it")
+    grid = {name: values for name, values in (("servers", args.servers), ("scheduling", args.scheduling),
+                                               ("estimates", args.estimates), ("load_scale", args.load_scale))
+            if values is not None}
+    failures = _replay_failures(args)
+    table, info = shaken_grid(trace, grid, args.shake, 60.0 if args.shake_by is None else args.shake_by,
+                              seed=failures.pop("seed"), tau=args.bsld_tau, trim=args.trim, **failures)
+    return {"trace": trace.describe(), "rows": table.to_dict(orient="records"), "shaken": info, "_table": table}
 
 
 def _replay_by_cluster(args, trace, edges) -> dict:
@@ -1321,6 +1342,9 @@ def _print_replay(out: dict) -> None:
     if "rows" in out:                                    # a grid
         skipped = ", ".join(f"{n} {reason}" for reason, n in tr["skipped"].items()) or "none"
         print(f"trace             {tr['source']} ({tr['format']}): {tr['jobs']} jobs; skipped: {skipped}")
+        if "shaken" in out:
+            _print_shaken(out)
+            return
         print(out["_table"].drop(columns=["point"]).to_string(index=False, float_format=lambda x: f"{x:.6g}"))
         return
     skipped = ", ".join(f"{n} {reason}" for reason, n in tr["skipped"].items()) or "none"
@@ -1362,6 +1386,26 @@ def _print_replay(out: dict) -> None:
               + (_fmt(c["lost_share"], ">9.2%") if lost else ""))
     if out.get("jobs_out"):
         print(f"jobs written to   {out['jobs_out']}")
+
+
+def _print_shaken(out: dict) -> None:
+    """``replay --shake`` as text: per point the log's metric, its interval over the shaken logs and how often
+    the point keeps its rank; then how often the log's best point stays the best."""
+    from .replay import SHAKEN_METRICS
+
+    info, table = out["shaken"], out["_table"]
+    print(f"shaken            {info['shakes']} copies, each submission moved by U(-{info['by']:g}, {info['by']:g}), "
+          f"seed {info['seed']}; {int(info['level'] * 100)}% t intervals over the copies")
+    keys = [c for c in ("servers", "scheduling", "estimates", "load_scale") if table[c].nunique() > 1] or ["scheduling"]
+    for m in SHAKEN_METRICS:
+        print(f"{m}")
+        for _, row in table.iterrows():
+            point = ", ".join(f"{k} {row[k]}" for k in keys)
+            print(f"  {point:<34} {row[m]:>12.6g}  shaken [{row[m + '_shaken_low']:.6g}, "
+                  f"{row[m + '_shaken_high']:.6g}]; keeps its rank in {row[m + '_rank_kept']:.0%}")
+        kept = info["best_kept"][m]
+        print(f"  the log's best point stays the best in {kept:.0%} of the shaken logs"
+              + ("" if kept == 1 else ": a ranking that a shaken log overturns"))
 
 
 def _print_by_cluster(out: dict) -> None:
@@ -1443,6 +1487,11 @@ def _add_replay(sub) -> None:
                     help="replay each virtual cluster of the log (the Philly log's cluster column) on its own size: "
                          "'vc:workers,vc:workers,...' or a file holding that; the jobs of a cluster given no size "
                          "are skipped and counted by name")
+    rp.add_argument("--shake", type=_int("shake", 2, 10_000), default=None, metavar="N",
+                    help="also replay N shaken copies of the log (each submission moved by its own U(-S, S)): "
+                         "every metric with its interval over them, and how often each point keeps its rank")
+    rp.add_argument("--shake-by", type=_float("shake-by", 0, 1e9, open_low=True), default=None, metavar="S",
+                    help="with --shake: the largest move of a submission, in the log's time unit (default 60)")
     rp.add_argument("--json", action="store_true")
     rp.set_defaults(run=_replay, show=_print_replay)
 
