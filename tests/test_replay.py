@@ -54,7 +54,7 @@ def test_the_kernel_equals_the_plain_reference_bit_for_bit(seed):
     for discipline in DISCIPLINES:
         if discipline == "server-filling" and s not in (1, 2, 4, 8):
             continue
-        for estimates in ("exact", "requested") if discipline == "backfill" else ("exact",):
+        for estimates in ("exact", "requested") if discipline in ("backfill", "sjf", "sjf-first-fit") else ("exact",):
             system = trace_system(_rigid_trace(submit, k, run, pred), s, discipline, estimates)
             inputs = system.trace.inputs(estimates)
             kernel = waitlist.run_inputs(system, inputs)

@@ -531,3 +531,32 @@ def test_compact_runs_moves_the_kept_draws_to_the_front_and_refuses_bad_runs():
         assert np.array_equal(buf, values)
     with pytest.raises(ValueError, match="one entry per run"):
         compact(values.copy(), np.array([0, 1]), np.array([1]))
+
+
+@pytest.mark.parametrize("name", ["heterogeneous k", "2-barrier powers of two", "2-barrier (s,k,l)", "knee release",
+                                  "phases, Spark sync"])
+@pytest.mark.parametrize("discipline", ("sjf", "sjf-first-fit"))
+def test_shortest_job_first_kernel_equals_its_reference_job_by_job(name, discipline):
+    system = S(**SYSTEMS[name], scheduling=discipline)
+    inputs = _inputs(system, 3000, seed=12)
+    _same(waitlist.run_inputs(system, inputs), waitlist.reference(system, inputs))
+
+
+def test_shortest_job_first_on_one_server_is_the_m_g_1_priority_queue():
+    """s = 1, k = 1, exponential jobs: non-preemptive SJF's mean waiting E[W] = int lambda E[S^2] / 2 /
+    (1 - rho(x))^2 dF(x), rho(x) = lambda int_0^x t dF(t) (Phipps 1956; Kleinrock vol. 2, 3.8), by quadrature;
+    it must lie in the run's 95 % t interval over 4 replications, and sjf-first-fit is the same queue."""
+    from scipy.integrate import quad
+
+    lam = 0.7
+    exact = quad(lambda x: lam / (1 - lam * (1 - math.exp(-x) * (1 + x))) ** 2 * math.exp(-x), 0, math.inf)[0]
+    for discipline in ("sjf", "sjf-first-fit"):
+        out = bq.simulate(S(servers=1, tasks=1, arrival_rate=lam, scheduling=discipline), jobs=200_000,
+                          replications=4, seed=3).summary()
+        lo, hi = out["ci"]["waiting"]
+        assert lo <= exact <= hi, (discipline, exact, lo, hi)
+
+
+def test_shortest_job_first_refuses_plain_jobs():
+    with pytest.raises(bq.ParameterError, match="barrier jobs only"):
+        S(servers=8, tasks=2, barrier_fraction=0.5, arrival_rate=1.0, scheduling="sjf")

@@ -55,7 +55,7 @@ from ._validation import ParameterError, check_int, check_positive
 from .trace_workload import ESTIMATES
 from .traces import Trace
 
-DISCIPLINES = ("fcfs", "first-fit", "backfill", "server-filling")      # (and aging, which needs its aging_after)
+DISCIPLINES = ("fcfs", "first-fit", "backfill", "server-filling", "sjf", "sjf-first-fit")   # (and aging, hold: a T)
 #: bounded slowdown's threshold, in the trace's time unit (seconds for SWF logs)
 BSLD_TAU = 10.0
 #: share of the first jobs that trimming leaves out (Tsafrir, Etsion & Feitelson 2007)
@@ -90,11 +90,11 @@ class ReplayResult:
 def check_estimates(schedulings, estimates) -> None:
     """Requested estimates are read by backfill alone: any other discipline with ``estimates='requested'``
     (in a grid, any such combination) is refused, never run with the exact times under the option's name."""
-    others = [d for d in schedulings if d not in ("backfill", "aging")]
+    others = [d for d in schedulings if d not in ("backfill", "aging", "sjf", "sjf-first-fit")]
     if "requested" in estimates and others:
         raise ParameterError(f"estimates must be 'exact' under {', '.join(others)} (got 'requested'): only "
-                             "backfill (and aging, once it reserves) predicts runtimes, the other disciplines never "
-                             "read an estimate"
+                             "backfill (and aging, once it reserves) and sjf predict runtimes, the other disciplines "
+                             "never read an estimate"
                              + ("; give the requested-estimate points a grid of backfill alone"
                                 if len(schedulings) > 1 else ""))
 

@@ -326,7 +326,7 @@ class BarrierSystem:
         set_("load_scale", scale)
         set_("estimates", check_choice("estimates", "exact" if self.estimates is None else self.estimates,
                                        ESTIMATES))
-        if self.estimates == "requested" and self.scheduling not in ("backfill", "aging"):
+        if self.estimates == "requested" and self.scheduling not in ("backfill", "aging", "sjf", "sjf-first-fit"):
             raise ParameterError(f"estimates must be 'exact' under {self.scheduling} (got 'requested'): only "
                                  "backfill predicts runtimes, the other disciplines never read an estimate")
         p = float(work.barrier.mean())

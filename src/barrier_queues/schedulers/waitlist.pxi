@@ -12,11 +12,13 @@ cdef enum:
     C_SERVER_FILLING = 3
     C_AGING = 4
     C_HOLD = 6                                # (5 is the extension guide's example)
+    C_SJF = 7
+    C_SJF_FIRST_FIT = 8
 
 FCFS, FIRST_FIT, BACKFILL, SERVER_FILLING, AGING = C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING
-HOLD = C_HOLD
+HOLD, SJF, SJF_FIRST_FIT = C_HOLD, C_SJF, C_SJF_FIRST_FIT
 #: the codes _wl_decide has a branch for, for Python (WaitlistState refuses any other: the same codes)
-DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING, C_HOLD)
+DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING, C_HOLD, C_SJF, C_SJF_FIRST_FIT)
 
 # a job's status in the window
 cdef enum:
@@ -164,6 +166,7 @@ cdef struct Wait:
     const double* pred                        # rigid: each job's predicted runtime (backfill's; >= its draw)
     bint batch                                # one decision per instant: its releases and arrivals all first
     double aging                              # aging: the wait T after which the oldest job gets a reservation
+    double* skey                              # sjf: per job, its runtime (or predicted runtime): the order
 
 
 
@@ -303,6 +306,7 @@ cdef inline void _ne_remove(Wait* q, int64_t c) noexcept nogil:
 
 cdef inline void _wl_link(Wait* q, int64_t j) noexcept nogil:
     cdef int64_t c = q.cls[j]
+    _wl_sjf_key(q, j)
     if q.srt:
         q.bkey[j] = _bt_key(q, j)
     q.nxt[j] = -1
@@ -353,6 +357,7 @@ cdef void _wl_insert(Wait* q, int64_t j) noexcept nogil:
     first waiting job with a larger index, in the list of all jobs and in its class's list."""
     cdef int64_t c = q.cls[j]
     cdef int64_t p = q.head
+    _wl_sjf_key(q, j)
     while p >= 0 and p < j:
         p = q.nxt[p]
     if p < 0:
@@ -856,6 +861,37 @@ cdef void _wl_single(Wait* q, double now, int64_t slots, const Service* sv, int6
         slots -= 1
 
 
+cdef void _wl_sjf(Wait* q, double now, const Service* sv, bint skip) noexcept nogil:
+    """Shortest job first, non-preemptive: the waiting job of the least runtime (ties: the earliest) starts if it
+    fits, again while workers are free; the first that does not fit blocks the rest, or (``skip``, first-fit's
+    variant) the least runtime among the jobs that fit starts. A walk of the waiting list per start: O(waiting
+    jobs), as the reference and Helios's simulator."""
+    cdef int64_t j, best
+    while q.n_free > 0 and q.head >= 0:
+        best = -1
+        j = q.head
+        while j >= 0:
+            if (not skip or q.k[j] <= q.n_free) and (best < 0 or q.skey[j] < q.skey[best]
+                                                     or (q.skey[j] == q.skey[best] and j < best)):
+                best = j
+            j = q.nxt[j]
+        if best < 0 or q.k[best] > q.n_free:
+            return
+        _wl_start_job(q, best, now, sv)
+
+
+cdef inline void _wl_sjf_key(Wait* q, int64_t j) noexcept nogil:
+    """sjf: job j's order, its runtime D (a rigid job's draw) or, with predictions, its predicted runtime."""
+    cdef int64_t completed
+    cdef double useful
+    if q.skey == NULL:
+        return
+    if q.rigid:
+        q.skey[j] = q.pred[j] if q.pred != NULL else q.times[q.toff[j]]
+    else:
+        q.skey[j] = _wl_service(q, j, q.sv, &completed, &useful)
+
+
 cdef void _wl_decide(Wait* q, double now, const Service* sv, int64_t discipline) noexcept nogil:
     if discipline == C_FCFS:
         _wl_fcfs(q, now, sv)
@@ -865,6 +901,8 @@ cdef void _wl_decide(Wait* q, double now, const Service* sv, int64_t discipline)
         _wl_backfill(q, now, sv)
     elif discipline == C_SERVER_FILLING:
         _wl_server_filling(q, now, sv)
+    elif discipline == C_SJF or discipline == C_SJF_FIRST_FIT:
+        _wl_sjf(q, now, sv, discipline == C_SJF_FIRST_FIT)
     elif discipline == C_HOLD:                    # (gang clocks: coscheduling's permit wait, YuniKorn's placeholders)
         _wl_fcfs(q, now, sv)
         _gc_hold(q, now)
@@ -1076,6 +1114,7 @@ cdef class WaitlistState:
                  int64_t backfill_list_max=32, bint rigid=False, clock=None):
         if not (discipline == C_FCFS or discipline == C_FIRST_FIT or discipline == C_BACKFILL
                 or discipline == C_SERVER_FILLING or discipline == C_AGING
+                or discipline == C_SJF or discipline == C_SJF_FIRST_FIT
                 or discipline == C_HOLD):
             raise ValueError(f"WaitlistState: unknown discipline code {discipline} (a discipline without a "
                              "branch in the kernel must not run as another)")
@@ -1332,10 +1371,10 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
     if q.rigid:
         if q.do_trace or heap_state[0] or times.shape[0] < nw:
             raise ValueError("run_waitlist: rigid jobs run in one drained call, one draw per job, without a trace")
-        if q.srt:
+        if q.srt or discipline == C_SJF or discipline == C_SJF_FIRST_FIT:
             pred = st.pred
             if pred.shape[0] != nw:
-                raise ValueError("run_waitlist: rigid jobs under backfill need one predicted runtime per job")
+                raise ValueError("run_waitlist: rigid jobs under backfill or sjf need one predicted runtime per job")
             q.pred = &pred[0] if nw else NULL
     # the release set: a heap with worker ids (or without sorted_releases), an ascending array of times alone
     # without them; backfill keeps the ascending array beside the heap
@@ -1351,6 +1390,14 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
             raise MemoryError("the waiting-list kernel could not allocate its buffers")
         q.rs.cnt = groups
     q.sv = &sv
+    q.skey = NULL
+    if discipline == C_SJF or discipline == C_SJF_FIRST_FIT:
+        q.skey = <double*> malloc((nw + 1) * sizeof(double))
+        if q.skey == NULL:
+            free(links)
+            free(buffers)
+            free(groups)
+            raise MemoryError("the waiting-list kernel could not allocate its buffers")
     cdef int64_t* bint_buf = NULL
     cdef double* btree = NULL
     cdef int64_t nb, total_tree, c
@@ -1359,6 +1406,8 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
         if bint_buf == NULL:
             free(links)
             free(buffers)
+            free(groups)
+            free(q.skey)
             raise MemoryError("the waiting-list kernel could not allocate its buffers")
         q.bbase = bint_buf
         q.bsize = bint_buf + nclass
@@ -1392,6 +1441,8 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
             free(links)
             free(buffers)
             free(bint_buf)
+            free(groups)
+            free(q.skey)
             raise MemoryError("the waiting-list kernel could not allocate its buffers")
         for j in range(total_tree):
             btree[j] = INFINITY
@@ -1417,6 +1468,7 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
     free(bint_buf)
     free(btree)
     free(groups)
+    free(q.skey)
 
 
 def compact_runs(double[::1] values, const int64_t[::1] starts, const int64_t[::1] sizes):

@@ -16,6 +16,10 @@ decides which waiting jobs start, on the lowest-numbered free workers:
   oldest waiting job has waited ``aging_after``, then backfill with it as the head;
 * ``hold`` (a gang clock): fcfs, the head gang holding the free workers idle for
   at most ``hold_timeout``, then it leaves or is requeued;
+* ``sjf`` (shortest job first, non-preemptive, the exact runtime as an oracle or
+  a trace's requested times): the waiting gang of the least runtime starts if it
+  fits, the first that does not fit blocking the rest; ``sjf-first-fit`` starts
+  the least runtime among the gangs that fit (barrier jobs only);
 * ``fcfs``: the paper's FIFO queue (the :mod:`~barrier_queues.schedulers.central`
   room runs it for ``scheduling="fcfs"``; this room's fcfs serves as an oracle:
   both must agree job by job).
@@ -66,7 +70,7 @@ from .base import Scheduler, chunk_pipeline, register, trace_arrays, trace_frame
 from .central import SORTED_FREE_MAX
 from .waitlist_reference import simulate_waitlist_reference
 
-DISCIPLINES = ("first-fit", "backfill", "server-filling", "aging", "hold")
+DISCIPLINES = ("first-fit", "backfill", "server-filling", "aging", "hold", "sjf", "sjf-first-fit")
 
 #: backfill finds a class's next job by walking its waiting jobs while at most this many wait, and in a min
 #: segment tree of their finishing times above (kept only then: a tree update costs log2 of the window's jobs
@@ -740,6 +744,11 @@ def _validate(system, set_) -> None:
         raise ParameterError(f"overhead must be None{' or event' if system.scheduling == 'first-fit' else ''} "
                              f"with scheduling = {system.scheduling!r} (got {system.overhead!r}): Spark's offers "
                              "(event) follow its own first-fit rule, the paper's iid overhead the fcfs queue")
+    if system.scheduling in ("sjf", "sjf-first-fit"):
+        if system.barrier_fraction < 1 or system.failure_rate is not None:
+            raise ParameterError(f"scheduling {system.scheduling!r} orders gangs by their runtime: it needs barrier "
+                                 f"jobs only and no failures (got barrier_fraction = {system.barrier_fraction:g}"
+                                 f", failure_rate = {system.failure_rate!r})")
     if system.scheduling == "server-filling":
         if system.barriers != 2 or system.barrier_fraction < 1:
             raise ParameterError(f"scheduling 'server-filling' needs barrier jobs with 2 barriers (got barriers = "

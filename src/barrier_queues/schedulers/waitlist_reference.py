@@ -437,6 +437,22 @@ class _Waitlist:
         else:
             self.first_fit(now)
 
+    def sjf(self, now, skip=False):
+        """Shortest job first: the waiting job of the least runtime (its service's length, or its predicted
+        runtime; ties: the earliest) starts if it fits, again while workers are free; the first that does not
+        fit blocks the rest, or (``skip``) the least runtime among the jobs that fit starts."""
+        def runtime(j):
+            return self.predictions[j] if self.predictions is not None else self.run_of(j)[0]
+
+        while self.free and self.waiting:
+            pool = [j for j in self.waiting if not skip or self.tasks[j] <= len(self.free)]
+            if not pool:
+                return
+            j = min(pool, key=lambda j: (runtime(j), j))
+            if self.tasks[j] > len(self.free):
+                return
+            self.start_job(j, now)
+
     def server_filling(self, now):
         prefix, total_k = [], 0
         for j in self.waiting:
@@ -539,7 +555,7 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
                   predictions, clock, aging_after, rule)
     batch = discipline == "server-filling"
     builtin = {"fcfs": q.fcfs, "first-fit": q.first_fit, "backfill": q.backfill, "server-filling": q.server_filling,
-               "aging": q.aging, "hold": q.hold}
+               "aging": q.aging, "hold": q.hold, "sjf": q.sjf, "sjf-first-fit": functools.partial(q.sjf, skip=True)}
     decide = builtin[discipline] if discipline in builtin else functools.partial(DECIDE[discipline], q)
     n, i, now, tick_n = len(q.arrivals), 0, -math.inf, 0.0
     while i < n or q.releases or q.retries or q.returns or q.next_deadline() < math.inf or (
