@@ -51,8 +51,9 @@ EDITS = (
      NAME),
     ("        _wl_server_filling(q, now, sv)\n", BRANCH),
 )
-CODES = ("DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING, C_HOLD)",
-         "DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING, C_HOLD, C_LARGEST_FIRST)")
+_CODES = ("DISCIPLINE_CODES = (C_FCFS, C_FIRST_FIT, C_BACKFILL, C_SERVER_FILLING, C_AGING, C_HOLD, C_SJF, "
+          "C_SJF_FIRST_FIT")
+CODES = (_CODES + ")", _CODES + ",\n                    C_LARGEST_FIRST)")
 CHECKED = ("                or discipline == C_HOLD):",
            "                or discipline == C_HOLD or discipline == C_LARGEST_FIRST):")
 
