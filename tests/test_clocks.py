@@ -10,7 +10,7 @@ from scipy import stats as sps
 
 import barrier_queues as bq
 from barrier_queues import clocks
-from barrier_queues.inputs import chunk_jobs, draw_jobs
+from barrier_queues.inputs import child_stream, chunk_jobs, draw_jobs
 from barrier_queues.runs import run_replication
 from barrier_queues.schedulers import waitlist
 from barrier_queues.schedulers.waitlist_reference import simulate_waitlist_reference
@@ -76,7 +76,7 @@ def test_across_chunk_boundaries_a_replication_equals_the_reference_on_its_input
     jobs = 5000
     rep = run_replication(system, jobs, np.random.default_rng(5), keep_jobs=True, warmup=0)
     rng = np.random.default_rng(5)
-    crng = clocks.stream(rng)
+    crng = child_stream(rng)
     parts, done, start = [], 0, 0.0
     while done < jobs:
         part = draw_jobs(system, min(size, jobs - done), rng, start_time=start)
@@ -342,3 +342,15 @@ def test_the_readmes_first_clock_command_prints_what_the_readme_says():
     rows = {c["tasks"]: c for c in json.loads(out.stdout)["clocks"]["classes"]}
     assert 0.2 <= rows[16]["lost_share"] <= 0.3
     assert rows[2]["lost_share"] < 0.01 and rows[8]["lost_share"] < 0.01
+
+
+def test_gangs_bounced_by_their_clock_faster_than_they_start_are_refused_not_run_forever():
+    """A zero hold timeout with unlimited requeues: the k = 16 gangs starve and bounce at every release (the
+    events grow without bound); the run stops with one error naming the options that end it."""
+    system = S(servers=16, tasks_pmf={2: 0.5, 16: 0.5}, arrival_rate=0.5, scheduling="hold", hold_timeout=0,
+               on_budget="requeue", requeue_backoff="1,4")
+    with pytest.raises(bq.ParameterError, match="requeue-limit"):
+        bq.simulate(system, jobs=100_000, seed=1)
+    # with a limit the same gangs are lost after it, and the run ends
+    out = bq.simulate(system.replace(requeue_limit=3), jobs=20_000, seed=1).summary()
+    assert out["clocks"]["lost_jobs"] > 0

@@ -252,15 +252,6 @@ def runtimes(jobs: dict) -> np.ndarray:
     return np.maximum.reduceat(jobs["times"], jobs["offsets"])
 
 
-def stream(rng: np.random.Generator) -> np.random.Generator:
-    """The stream of a replication's patience draws: a child of its generator (the arrivals and task times stay
-    those of the same system without a clock)."""
-    try:
-        return rng.spawn(1)[0]
-    except (TypeError, ValueError):                     # a generator without a seed sequence
-        return np.random.default_rng(rng.integers(0, 2**63))
-
-
 def settings(system) -> dict:
     """The kernel's and the reference's clock settings: ``requeue``, ``base``, ``cap``, ``limit`` (-1: none),
     ``timeout`` (hold's; inf otherwise) and ``hold``."""
@@ -329,4 +320,4 @@ def tally_after(state: dict, warmup: int) -> np.ndarray | None:
 
 
 __all__ = ["FIELDS", "KINDS", "ON_BUDGET", "OPTIONS", "WaitBudget", "backoff", "budgets", "enabled", "parse_backoff",
-           "parse_budget", "runtimes", "settings", "stream", "tally_after", "validate", "Tally"]
+           "parse_budget", "runtimes", "settings", "tally_after", "validate", "Tally"]

@@ -42,6 +42,15 @@ def chunk_jobs(system: BarrierSystem) -> int:
     return max(1, min(CHUNK, CHUNK_DRAWS // (system.max_tasks * system.phases)))
 
 
+def child_stream(rng: np.random.Generator) -> np.random.Generator:
+    """A stream of a replication's own for draws beside its jobs' (failures' attempts, clocks' patience): a child
+    of its generator, so that the arrivals and task times are those of the same system without them."""
+    try:
+        return rng.spawn(1)[0]
+    except (TypeError, ValueError):                     # a generator without a seed sequence
+        return np.random.default_rng(rng.integers(0, 2**63))
+
+
 def generator(seed) -> np.random.Generator:
     """A Generator from a seed, a SeedSequence or a Generator (used as is)."""
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)

@@ -30,6 +30,14 @@ cdef enum:
 WAITING, STARTED, RETRY, AWAY = C_WAITING, C_STARTED, C_RETRY, C_AWAY
 
 
+#: requeues per window job at most in one call (a starving gang bounced by its clock at every release makes
+#: the events grow without bound; the run is refused instead)
+cdef enum:
+    C_MAX_REQUEUES_PER_JOB = 100
+
+MAX_REQUEUES_PER_JOB = C_MAX_REQUEUES_PER_JOB
+
+
 cdef struct Clocks:
     # gang clocks (barrier_queues.clocks; book Appendix B.8): a barrier job that waits its budget since it
     # (last) entered the list leaves it, lost or requeued after a backoff
@@ -53,6 +61,8 @@ cdef struct Clocks:
     double* rq_time
     int64_t* rq_job
     int64_t n_rq
+    int64_t fired                             # requeues in this call
+    int64_t max_fired                         # more stops the call: the gangs starve, bounced by their clocks
     # hold (discipline hold): the head gang's hold, its timeout, and each job's held worker time
     double timeout                            # the hold timeout T (from the hold's start)
     int64_t holder                            # the job holding the free workers (-1: none)
@@ -464,6 +474,7 @@ cdef void _gc_fire(Wait* q, int64_t j, double now) noexcept nogil:
     if q.g.requeue and (q.g.limit < 0 or q.g.requeues[j] < q.g.limit):
         n = q.g.requeues[j] + 1
         q.g.requeues[j] = n
+        q.g.fired += 1
         b = q.g.base * pow(2.0, <double> (n - 1))
         if q.g.cap < b:
             b = q.g.cap
@@ -984,6 +995,8 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
                 q.tick_n += 1.0
             tick = q.phase + q.tick_n * q.revive
         due = _gc_next(q)
+        if q.g.fired > q.g.max_fired:
+            return                            # (run_waitlist refuses the run: requeue storm)
         if due < rel and due < tick and due < bound:
             now = due                         # the budgets that fire now (after the instant's other events)
             _gc_count(q, now)
@@ -1107,6 +1120,7 @@ cdef class WaitlistState:
     cdef public double timeout                # hold: the hold timeout T
     cdef public object hold_state             # hold: [the holder's window index (-1: none)]
     cdef public double hold_mark              # hold: when the holder's held time was last counted
+    cdef public bint stormed                  # clocks: the last call stopped, too many requeues per job
 
     def __init__(self, int64_t servers, int64_t discipline, int64_t phases, int64_t policy, int64_t stragglers,
                  params, bint two_barrier, bint event_overhead=False, double revive=1.0, bint fail=False,
@@ -1148,6 +1162,7 @@ cdef class WaitlistState:
         self.timeout = INFINITY
         self.hold_state = np.full(1, -1, dtype=np.int64)
         self.hold_mark = 0.0
+        self.stormed = False
 
 
 cdef void _gc_open(Wait* q, WaitlistState st, dict jobs, int64_t nw) except *:
@@ -1161,6 +1176,8 @@ cdef void _gc_open(Wait* q, WaitlistState st, dict jobs, int64_t nw) except *:
     q.g.n_dl = 0
     q.g.n_rq = 0
     q.g.holder = -1
+    q.g.fired = 0
+    q.g.max_fired = C_MAX_REQUEUES_PER_JOB * (nw + 1)
     if not q.g.on:
         return
     budget, due, away = jobs["budget"], jobs["due"], jobs["away"]
@@ -1451,6 +1468,7 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
         q.bt_min = backfill_list_max
     with nogil:
         _run_waitlist(&q, nw, pos, next_first_arrival, &sv, discipline)
+    st.stormed = q.g.fired > q.g.max_fired        # (the caller refuses the run)
     if q.g.on:
         st.clock_state[0] = q.g.n_dl
         st.clock_state[1] = q.g.n_rq

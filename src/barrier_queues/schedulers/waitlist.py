@@ -63,7 +63,7 @@ import numpy as np
 
 from .. import clocks, failures
 from .._validation import ParameterError
-from ..inputs import CHUNK, chunk_jobs, draw_jobs
+from ..inputs import CHUNK, child_stream, chunk_jobs, draw_jobs
 from ..kernels import kernels_module
 from ..rules import kernel_params, reference_rule, reference_service
 from .base import Scheduler, chunk_pipeline, register, trace_arrays, trace_frame
@@ -444,7 +444,12 @@ class _Window:
             if self.hold:
                 jobs["held"] = a["held"]
             self._clock_room(a["arrival"].size)
-        kernels_module().run_waitlist(self.state, jobs, units, pos, next_first_arrival, tuple(trace))
+        k = kernels_module()
+        k.run_waitlist(self.state, jobs, units, pos, next_first_arrival, tuple(trace))
+        if self.state.stormed:
+            raise ParameterError(f"the gangs were requeued more than {k.MAX_REQUEUES_PER_JOB} times per job: they "
+                                 "starve, bounced by their clock faster than they start (the run would not end); give "
+                                 "--requeue-limit, or a longer --hold-timeout or --wait-budget")
 
     RESULTS = {"arrival": "arrival", "tasks": "k", "barrier": "barrier", "start": "start", "departure": "dep",
                "work": "work", "useful": "useful", "completed": "completed"}
@@ -616,7 +621,7 @@ def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None
     size = chunk_jobs(system)
     kernel, frame = 0.0, None
     frng = failure_stream(rng) if window.fail else None
-    crng = clocks.stream(rng) if window.clock else None
+    crng = child_stream(rng) if window.clock else None
     if trace and window.fail:
         raise ParameterError("trace must be False with failure_rate: a trace records one attempt per task, and "
                              "a job with failures has several (keep_jobs gives each job's attempts)")
@@ -667,12 +672,9 @@ def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None
 
 
 def failure_stream(rng: np.random.Generator) -> np.random.Generator:
-    """The stream of a replication's failure draws: a child of its generator, so that the arrivals and first
-    attempts are those of the same system without failures (common random numbers across failure rates)."""
-    try:
-        return rng.spawn(1)[0]
-    except (TypeError, ValueError):                     # a generator without a seed sequence
-        return np.random.default_rng(rng.integers(0, 2**63))
+    """The stream of a replication's failure draws (:func:`~barrier_queues.inputs.child_stream`): the arrivals
+    and first attempts are those of the same system without failures (common random numbers across rates)."""
+    return child_stream(rng)
 
 
 def run_inputs(system, inputs: dict, phase: float = 0.0, discipline: str | None = None) -> dict:
