@@ -354,3 +354,97 @@ def test_gangs_bounced_by_their_clock_faster_than_they_start_are_refused_not_run
     # with a limit the same gangs are lost after it, and the run ends
     out = bq.simulate(system.replace(requeue_limit=3), jobs=20_000, seed=1).summary()
     assert out["clocks"]["lost_jobs"] > 0
+
+
+REQUEUES = {
+    "eviction": dict(wait_budget="runtime:1.5", on_budget="requeue", requeue_backoff="0.5,4", requeue_limit=8,
+                     requeue_order="eviction"),
+    "jitter": dict(wait_budget="exp:2", on_budget="requeue", requeue_backoff="0.5,4", requeue_jitter=0.5),
+    "eviction, jitter, limit": dict(wait_budget="tasks:0.3", on_budget="requeue", requeue_backoff=1, requeue_limit=3,
+                                    requeue_order="eviction", requeue_jitter=2.0),
+}
+
+
+@pytest.mark.parametrize("clock", REQUEUES)
+@pytest.mark.parametrize("name", SYSTEMS)
+@pytest.mark.parametrize("discipline", ("fcfs", "first-fit", "hold"))
+def test_eviction_order_and_jitter_kernel_equals_its_reference_job_by_job(discipline, name, clock):
+    own = dict(REQUEUES[clock])
+    if discipline == "hold":
+        own.pop("wait_budget")
+        own["hold_timeout"] = 0.8
+    system = S(**SYSTEMS[name], scheduling=discipline, **own)
+    inputs = _with_budgets(system, 2500, seed=13) if discipline != "hold" else draw_jobs(
+        system, 2500, np.random.default_rng(13))
+    inputs["jitter_seed"] = 2**62 + 12345
+    kernel = waitlist.run_inputs(system, inputs)
+    _same(kernel, waitlist.reference(system, inputs), FIELDS + (("held",) if discipline == "hold" else ()))
+    assert kernel["requeues"].sum() > 20                  # the requeues did happen
+
+
+def test_eviction_order_changes_who_starts_first_and_jitter_stretches_each_backoff_within_its_factor():
+    base = dict(servers=16, tasks_pmf={2: 0.6, 8: 0.3, 16: 0.1}, arrival_rate=0.95, scheduling="fcfs",
+                wait_budget="runtime:1", on_budget="requeue", requeue_backoff="0.25,2", requeue_limit=6)
+    runs = {}
+    for label, extra in (("creation", {}), ("eviction", {"requeue_order": "eviction"}),
+                         ("jitter", {"requeue_jitter": 0.5})):
+        runs[label] = bq.simulate(S(**base, **extra), jobs=20_000, replications=1, seed=8,
+                                  keep_jobs=True).replications[0].jobs
+    assert not np.array_equal(runs["creation"]["start"], runs["eviction"]["start"])
+    # jitter 0.5: each wait lies in [b, min(cap, 1.5 b)] for the deterministic b of its requeue
+    n = runs["jitter"]["requeues"]
+    low = np.array([sum(min(2.0, 0.25 * 2 ** (i - 1)) for i in range(1, m + 1)) for m in n])
+    high = np.array([sum(min(2.0, 1.5 * 0.25 * 2 ** (i - 1)) for i in range(1, m + 1)) for m in n])
+    away = runs["jitter"]["backoff"]
+    assert (away >= low - 1e-12).all() and (away <= high + 1e-12).all()
+    assert (away[n > 0] > low[n > 0]).mean() > 0.9           # (u = 0 has probability 2^-53)
+
+
+def test_the_jitter_draw_is_splitmix64_uniform_and_its_own_stream_per_job():
+    # SplitMix64 seeded with 0: its first outputs are published (Vigna's reference splitmix64.c)
+    assert clocks._mix((0 + clocks._GAMMA) & clocks._MASK) == 0xE220A8397B1DCDAF
+    u = np.array([clocks.jitter_u(7, j, n) for j in range(200) for n in range(1, 26)])
+    assert ((0 <= u) & (u < 1)).all()
+    assert sps.kstest(u, "uniform").pvalue > 1e-3
+    assert clocks.jitter_u(7, 3, 2) != clocks.jitter_u(7, 2, 3)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(requeue_order="eviction", scheduling="backfill"), "requeue_order 'eviction' is simulated under"),
+    (dict(requeue_order="latest"), "requeue_order must be one of"),
+    (dict(requeue_jitter=-0.1), "requeue_jitter must be a finite number >= 0"),
+    (dict(requeue_jitter=float("nan")), "requeue_jitter must be a finite number >= 0"),
+])
+def test_bad_requeue_order_or_jitter_is_refused_in_one_line(bad, message):
+    with pytest.raises(bq.ParameterError, match=message):
+        S(servers=8, tasks=2, arrival_rate=1.0, wait_budget=5, on_budget="requeue", requeue_backoff="1,4", **bad)
+    with pytest.raises(bq.ParameterError, match="must be None with on_budget 'leave'"):
+        S(servers=8, tasks=2, arrival_rate=1.0, wait_budget=5, requeue_jitter=0.1)
+
+
+@pytest.mark.parametrize("discipline", ("fcfs", "first-fit", "hold"))
+def test_eviction_order_and_jitter_across_chunk_boundaries_equal_the_reference(discipline):
+    """The window's waiting jobs are linked again at each call in their list order (entry time, then arrival):
+    a replication of chunks of 2,048 jobs equals one reference run on its inputs."""
+    own = {"hold_timeout": 0.7} if discipline == "hold" else {"wait_budget": "exp:2"}
+    system = S(servers=2048, tasks_pmf={1: 0.9, 2048: 0.1}, arrival_rate=0.9, scheduling=discipline,
+               on_budget="requeue", requeue_backoff="0.5,3", requeue_limit=3, requeue_order="eviction",
+               requeue_jitter=0.3, **own)
+    jobs = 5000
+    rep = run_replication(system, jobs, np.random.default_rng(6), keep_jobs=True, warmup=0)
+    rng = np.random.default_rng(6)
+    crng = child_stream(rng)
+    seed = clocks.jitter_seed(crng)
+    parts, done, start = [], 0, 0.0
+    while done < jobs:
+        part = draw_jobs(system, min(2048, jobs - done), rng, start_time=start)
+        part["budget"] = clocks.budgets(system, part, crng)
+        parts.append(part)
+        done += part["arrival"].size
+        start = part["arrival"][-1]
+    cat = {key: np.concatenate([p[key] for p in parts]) for key in ("arrival", "tasks", "barrier", "times", "budget")}
+    ref = simulate_waitlist_reference(cat["arrival"], cat["tasks"], cat["barrier"], cat["times"], 2048, discipline,
+                                      release="fixed", clock={**clocks.settings(system), "budgets": cat["budget"],
+                                                              "jitter_seed": seed})
+    _same(rep.jobs, ref, FIELDS + (("held",) if discipline == "hold" else ()))
+    assert rep.jobs["requeues"].sum() > 100

@@ -214,7 +214,7 @@ def _choice(name, choices):
 
 
 #: choice and text options a sweep may list (their values hold no comma)
-LISTED_CHOICES = ("scheduling", "wait_budget", "on_budget")
+LISTED_CHOICES = ("scheduling", "wait_budget", "on_budget", "requeue_order")
 
 
 def _add_system_options(p, names=None, lists: bool = False, required=()):
@@ -563,7 +563,9 @@ def _clock_words(cfg: dict) -> str:
     words = f"{clock}, then {'the gang leaves' if cfg['on_budget'] == 'leave' else 'requeue'}"
     if cfg["on_budget"] == "requeue":
         base, _, cap = cfg["requeue_backoff"].partition(",")
-        words += f" after min({cap or 'inf'}, {base} x 2^(n-1))"
+        jitter = cfg.get("requeue_jitter") or 0.0
+        words += f" after min({cap or 'inf'}, {base} x 2^(n-1){f' x (1 + {jitter:g} u)' if jitter else ''})"
+        words += f" at its {'arrival place' if cfg.get('requeue_order') != 'eviction' else 'return (end of queue)'}"
         words += "" if cfg["requeue_limit"] is None else f", lost after {cfg['requeue_limit']} requeue(s)"
     return words
 
@@ -1361,7 +1363,9 @@ def _print_replay(out: dict) -> None:
               f"{out['mean_attempts']:.4g} attempts per job")
     if out.get("clocks"):
         c = out["clocks"]
-        requeue = (f", requeued after min({c['requeue_backoff'][1]:g}, {c['requeue_backoff'][0]:g} x 2^(n-1))"
+        jitter = f" x (1 + {c['requeue_jitter']:g} u)" if c.get("requeue_jitter") else ""
+        requeue = (f", requeued after min({c['requeue_backoff'][1]:g}, {c['requeue_backoff'][0]:g} x 2^(n-1)"
+                   f"{jitter}) in {c.get('requeue_order') or 'creation'} order"
                    + (f", lost after {c['requeue_limit']} requeue(s)" if c["requeue_limit"] is not None else "")
                    if c["on_budget"] == "requeue" else ", then the job leaves")
         print(f"clocks            wait budget {c['wait_budget']}{requeue}: {out['lost_jobs']} jobs lost "
@@ -1441,6 +1445,8 @@ REPLAY_FIELDS = {"servers": (None, "default: the log's MaxProcs"),
                  "on_budget": (None, ""),
                  "requeue_backoff": (None, ""),
                  "requeue_limit": (None, ""),
+                 "requeue_order": (None, ""),
+                 "requeue_jitter": (None, "u drawn from --seed"),
                  "aging_after": (None, "in the log's time unit"),
                  "hold_timeout": (None, "in the log's time unit")}
 

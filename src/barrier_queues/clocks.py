@@ -12,10 +12,23 @@ let a job wait a budget that grows with its size. The model here, an option of t
   has started: at one instant the releases, the returns and the decision come first, then the deadlines of
   that instant fire, then one decision (a leaving head may unblock the jobs behind it).
 * ``on_budget = "leave"``: the job is **lost** (reneging; Erlang-A's abandonment). ``"requeue"``: its n-th
-  requeue (n = 1, 2, ...) waits ``min(cap, base 2^(n-1))`` (Kueue's ``requeuingStrategy`` backoff with
-  ``backoffBaseSeconds`` and ``backoffMaxSeconds``, without its jitter) and the job enters again at its
-  place in arrival order (Kueue's default ``timestamp: Creation``); when its budget fires after
-  ``requeue_limit`` requeues it is lost (Kueue's "deactivated", ``backoffLimitCount``).
+  requeue (n = 1, 2, ...) waits ``min(cap, base 2^(n-1) (1 + J u))`` (Kueue's ``requeuingStrategy`` backoff
+  with ``backoffBaseSeconds``, ``backoffMaxSeconds`` and jitter ``J`` = ``requeue_jitter``, default 0; ``u``
+  uniform on [0, 1), below) and the job enters again at its place in arrival order (``requeue_order``
+  ``"creation"``, Kueue's ``timestamp: Creation``) or at the end of the list (``"eviction"``, Kueue's
+  default ``timestamp: Eviction``); when its budget fires after ``requeue_limit`` requeues it is lost
+  (Kueue's "deactivated", ``backoffLimitCount``).
+
+Kueue (``apis/config/v1beta1`` ``RequeuingStrategy`` and the workload controller, v0.6 and later) documents
+``Eviction`` as its default order, base 60 s, cap 3,600 s, no limit, and computes each wait as
+``min(cap, Step())`` of a ``wait.Backoff`` with factor 2 and jitter 0.0001: the jitter multiplies before the
+cap, as here (Appendix B, section 8, writes the jitter after the cap and calls ``creation`` Kueue's default; the
+code above says otherwise). Before v0.6 a timed-out workload was requeued at once, without backoff.
+
+The jitter's ``u`` for a job's n-th requeue is the n-th output of a SplitMix64 generator (Steele, Lea and
+Flood, OOPSLA 2014; :func:`jitter_u`) seeded by the job's own seed, itself the job's output of a SplitMix64
+generator seeded by the run's ``jitter_seed`` (a draw of the clock's stream, or the replay's seed): the same
+number whatever order the requeues happen in, so the kernel and its plain reference agree bit for bit.
 
 The fourth clock is a discipline, ``aging`` (Volcano's ``sla-waiting-time``; ``aging_after`` T): first-fit
 while every waiting job has waited less than T since its arrival; once the oldest has waited T, backfill with
@@ -48,8 +61,13 @@ from ._validation import ParameterError, check_choice, check_int
 ON_BUDGET = ("leave", "requeue")
 #: the kinds of budget: a constant time, exponential patience, and Starburst's three waiting policies
 KINDS = ("time", "exp", "runtime", "tasks", "work")
+#: where a returning job enters the waiting list: its arrival place, or the end (Kueue's requeuing timestamp)
+ORDERS = ("creation", "eviction")
+#: the disciplines that serve in list order, where eviction order is simulated (the others keep their jobs in
+#: arrival order in structures of their own: backfill's trees, sjf's runtime order, server-filling's prefix)
+EVICTION_DISCIPLINES = ("fcfs", "first-fit", "hold")
 #: the system fields this module validates (``wait_budget`` first: the others need it)
-FIELDS = ("wait_budget", "on_budget", "requeue_backoff", "requeue_limit")
+FIELDS = ("wait_budget", "on_budget", "requeue_backoff", "requeue_limit", "requeue_order", "requeue_jitter")
 #: every clock option of a system (``aging_after``: the aging discipline's wait)
 OPTIONS = FIELDS + ("aging_after", "hold_timeout")
 #: requeues a job may make before it is lost (Kueue's backoffLimitCount is unbounded; a bound keeps 2^(n-1) finite)
@@ -124,10 +142,41 @@ def parse_backoff(spec) -> tuple[float, float]:
     return base, cap
 
 
-def backoff(n: int, base: float, cap: float) -> float:
-    """The wait before the n-th return (n = 1, 2, ...): ``min(cap, base 2^(n-1))`` (exact: a power of two; from
-    2^1024 on the power is infinite, as C's ``pow`` has it in the kernel)."""
-    return min(cap, base * (2.0 ** (n - 1) if n <= 1024 else math.inf))
+def backoff(n: int, base: float, cap: float, jitter: float = 0.0, u: float = 0.0) -> float:
+    """The wait before the n-th return (n = 1, 2, ...): ``min(cap, base 2^(n-1) (1 + jitter u))`` (the power
+    exact; from 2^1024 on it is infinite, as C's ``pow`` has it in the kernel; the same operations in the same
+    order as the kernel's)."""
+    b = base * (2.0 ** (n - 1) if n <= 1024 else math.inf)
+    if jitter > 0:
+        b = b * (1.0 + jitter * u)
+    return min(cap, b)
+
+
+_MASK = (1 << 64) - 1
+_GAMMA = 0x9E3779B97F4A7C15
+
+
+def _mix(z: int) -> int:
+    """SplitMix64's output function (Steele, Lea and Flood 2014), on 64-bit unsigned integers."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
+def jitter_u(seed: int, seq: int, n: int) -> float:
+    """The jitter's uniform draw on [0, 1) for the n-th requeue (n = 1, 2, ...) of the job ``seq`` (its place
+    in the run, from 0) of a run seeded ``seed``: ``s`` = output ``seq + 1`` of SplitMix64 seeded by ``seed``,
+    ``u`` = the top 53 bits of output ``n`` of SplitMix64 seeded by ``s``, over 2^53 (the kernel's
+    ``_gc_jitter_u``, bit for bit)."""
+    s = _mix((seed + (seq + 1) * _GAMMA) & _MASK)
+    return (_mix((s + n * _GAMMA) & _MASK) >> 11) * 2.0 ** -53
+
+
+def jitter_seed(rng: np.random.Generator) -> int:
+    """A run's jitter seed: one draw of a child of ``rng`` (:func:`~barrier_queues.inputs.child_stream`: the
+    budgets drawn from ``rng`` are those of the same system without jitter)."""
+    from .inputs import child_stream
+    return int(child_stream(rng).integers(0, 2**63))
 
 
 def enabled(system) -> bool:
@@ -167,10 +216,29 @@ def validate(system, set_) -> None:
         elif math.isinf(cap):
             raise ParameterError("requeue_backoff needs a CAP (BASE,CAP) without requeue_limit: an uncapped "
                                  "backoff doubles without bound")
+        _validate_requeue(system, set_)
         limit = MAX_REQUEUES if system.requeue_limit is None else system.requeue_limit
-        if limit and not math.isfinite(backoff(limit, base, cap)):
+        if limit and not math.isfinite(backoff(limit, base, cap, system.requeue_jitter or 0.0, 1.0)):
             raise ParameterError(f"requeue_backoff {base:g} doubled {limit - 1} times overflows: give a CAP")
     _check_model(system, budget)
+
+
+def _validate_requeue(system, set_) -> None:
+    """``requeue_order`` (None: creation; eviction under the disciplines that serve in list order) and
+    ``requeue_jitter`` J (a finite number >= 0; None: 0). Left None when not given, so that a system
+    ``replace``'d to ``on_budget='leave'`` carries no requeue field."""
+    if system.requeue_order is not None:
+        order = check_choice("requeue_order", system.requeue_order, ORDERS)
+        if order == "eviction" and system.scheduling not in EVICTION_DISCIPLINES:
+            raise ParameterError(f"requeue_order 'eviction' is simulated under {', '.join(EVICTION_DISCIPLINES)} "
+                                 f"(got scheduling {system.scheduling!r}): it keeps waiting jobs in arrival order "
+                                 "apart from the list")
+        set_("requeue_order", order)
+    j = system.requeue_jitter
+    if j is not None:
+        if isinstance(j, bool) or not isinstance(j, int | float) or not math.isfinite(j) or j < 0:
+            raise ParameterError(f"requeue_jitter must be a finite number >= 0 (got {j!r})")
+        set_("requeue_jitter", float(j))
 
 
 def _validate_hold(system, set_) -> bool:
@@ -254,13 +322,14 @@ def runtimes(jobs: dict) -> np.ndarray:
 
 def settings(system) -> dict:
     """The kernel's and the reference's clock settings: ``requeue``, ``base``, ``cap``, ``limit`` (-1: none),
-    ``timeout`` (hold's; inf otherwise) and ``hold``."""
+    ``timeout`` (hold's; inf otherwise), ``hold``, ``evict`` (eviction order) and ``jitter``."""
     requeue = system.on_budget == "requeue"
     base, cap = system.requeue_backoff if requeue else (0.0, 0.0)
     limit = -1 if not requeue or system.requeue_limit is None else int(system.requeue_limit)
     timeout = system.hold_timeout if system.hold_timeout is not None else math.inf
     return {"requeue": requeue, "base": float(base), "cap": float(cap), "limit": limit, "timeout": float(timeout),
-            "hold": system.scheduling == "hold"}
+            "hold": system.scheduling == "hold", "evict": requeue and system.requeue_order == "eviction",
+            "jitter": float(system.requeue_jitter or 0.0) if requeue else 0.0}
 
 
 class Tally:
@@ -319,5 +388,6 @@ def tally_after(state: dict, warmup: int) -> np.ndarray | None:
     return state["sums"] - state["marks"][at] if at < served.size else None
 
 
-__all__ = ["FIELDS", "KINDS", "ON_BUDGET", "OPTIONS", "WaitBudget", "backoff", "budgets", "enabled", "parse_backoff",
-           "parse_budget", "runtimes", "settings", "tally_after", "validate", "Tally"]
+__all__ = ["EVICTION_DISCIPLINES", "FIELDS", "KINDS", "ON_BUDGET", "OPTIONS", "ORDERS", "WaitBudget", "backoff",
+           "budgets", "enabled", "jitter_seed", "jitter_u", "parse_backoff", "parse_budget", "runtimes", "settings",
+           "tally_after", "validate", "Tally"]

@@ -152,6 +152,7 @@ def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", e
         if clocks.enabled(system):
             seed = check_int("seed", seed, low=0, high=2**63 - 1, high_name="2^63 - 1")
             inputs["budget"] = clocks.budgets(system, inputs, np.random.default_rng(seed))
+            inputs["jitter_seed"] = clocks.jitter_seed(np.random.default_rng(seed))
         out = waitlist.run_inputs(system, inputs)
         runtime = (jobs.runtime.to_numpy() if work.rigid
                    else np.asarray(out["departure"], dtype=float) - np.asarray(out["start"], dtype=float))
@@ -170,7 +171,8 @@ def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", e
         table["backoff"] = np.asarray(out["backoff"], dtype=float)
         clock_setting = {"wait_budget": str(system.wait_budget), "on_budget": system.on_budget,
                          "requeue_backoff": list(system.requeue_backoff) if system.requeue_backoff else None,
-                         "requeue_limit": system.requeue_limit, "seed": seed}
+                         "requeue_limit": system.requeue_limit, "requeue_order": system.requeue_order,
+                         "requeue_jitter": system.requeue_jitter, "seed": seed}
     return ReplayResult(table, system.servers, system.scheduling, system.estimates, system.load_scale,
                         work.describe(), fail, clock_setting)
 

@@ -226,6 +226,13 @@ class BarrierSystem:
     requeue_limit: int | None = field(default=None, metadata=_opt(
         "requeues before a gang is lost (deactivated) when its budget fires again (default unlimited)", "int", 0,
         commands=("simulate", "sweep", "replay")))
+    requeue_order: str | None = field(default=None, metadata=_opt(
+        "where a requeued gang returns: its arrival place (default creation) or the end of the queue (eviction, "
+        "Kueue's default; under fcfs, first-fit and hold)", "choice", choices=("creation", "eviction"),
+        commands=("simulate", "sweep", "replay")))
+    requeue_jitter: float | None = field(default=None, metadata=_opt(
+        "J: the n-th requeue waits min(CAP, BASE 2^(n-1) (1 + J u)), u uniform on [0, 1) (Kueue: 0.0001; "
+        "default 0)", "float", 0, commands=("simulate", "sweep", "replay")))
     aging_after: float | None = field(default=None, metadata=_opt(
         "with --scheduling aging: first-fit until the oldest waiting job has waited T, then that job is EASY's "
         "head (0: backfill; a sweep gives it to its aging points alone)", "float", 0,

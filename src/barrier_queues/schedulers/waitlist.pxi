@@ -46,12 +46,19 @@ cdef struct Clocks:
     double base                               # the backoff: the n-th requeue waits min(cap, base 2^(n-1))
     double cap
     int64_t limit                             # requeues before the job is lost (-1: no limit)
+    bint evict                                # a returning job enters at the list's end (else at its place)
+    double jitter                             # the backoff's jitter J: times 1 + J u before the cap
+    uint64_t jseed                            # the run's jitter seed (u: _gc_jitter_u)
     # per job
     const double* budget                      # its wait budget (inf: none)
     double* due                               # its deadline while it waits (inf: none)
     int64_t* requeues                         # result: its requeues
     double* away                              # result: its time spent in backoffs
     unsigned char* lost                       # result: it left unserved
+    const int64_t* seq                        # its place in the run (the jitter's stream; with jitter)
+    double* entry                             # when it last entered the list (eviction order)
+    const int64_t* order                      # the waiting jobs of earlier calls in list order (eviction order)
+    int64_t n_order
     # the deadline heap (_heap.pxi; entries of jobs that started or left are stale: due differs) and the
     # return heap (requeued jobs, when they enter again)
     double* dl_time
@@ -462,6 +469,20 @@ cdef void _gc_hold(Wait* q, double now) noexcept nogil:
         q.g.n_dl = _ev_push(q.g.dl_time, q.g.dl_job, q.g.n_dl, q.g.due[h], h)
 
 
+cdef inline uint64_t _sm_mix(uint64_t z) noexcept nogil:
+    """SplitMix64's output function (barrier_queues.clocks._mix)."""
+    z = (z ^ (z >> 30)) * <uint64_t> 0xBF58476D1CE4E5B9ULL
+    z = (z ^ (z >> 27)) * <uint64_t> 0x94D049BB133111EBULL
+    return z ^ (z >> 31)
+
+
+cdef inline double _gc_jitter_u(uint64_t seed, int64_t seq, int64_t n) noexcept nogil:
+    """The jitter's uniform draw for the n-th requeue of job ``seq`` (barrier_queues.clocks.jitter_u)."""
+    cdef uint64_t g = <uint64_t> 0x9E3779B97F4A7C15ULL
+    cdef uint64_t s = _sm_mix(seed + (<uint64_t> (seq + 1)) * g)
+    return <double> (_sm_mix(s + (<uint64_t> n) * g) >> 11) * (1.0 / 9007199254740992.0)
+
+
 cdef void _gc_fire(Wait* q, int64_t j, double now) noexcept nogil:
     """Job j's budget fires at now: it leaves the list, to return after its backoff, or lost (its work k r, r
     its runtime: the largest of its draws)."""
@@ -476,6 +497,8 @@ cdef void _gc_fire(Wait* q, int64_t j, double now) noexcept nogil:
         q.g.requeues[j] = n
         q.g.fired += 1
         b = q.g.base * pow(2.0, <double> (n - 1))
+        if q.g.jitter > 0:
+            b = b * (1.0 + q.g.jitter * _gc_jitter_u(q.g.jseed, q.g.seq[j], n))
         if q.g.cap < b:
             b = q.g.cap
         q.g.away[j] += b
@@ -733,6 +756,14 @@ cdef int64_t _wl_fcfs(Wait* q, double now, const Service* sv) noexcept nogil:
     return -1
 
 
+cdef inline bint _wl_earlier(Wait* q, int64_t a, int64_t b) noexcept nogil:
+    """Whether waiting job a comes before b in the list: a < b (arrival order), or with eviction order (gang
+    clocks) the earlier entry, ties in arrival order."""
+    if q.g.evict:
+        return q.g.entry[a] < q.g.entry[b] or (q.g.entry[a] == q.g.entry[b] and a < b)
+    return a < b
+
+
 cdef void _wl_first_fit(Wait* q, double now, const Service* sv) noexcept nogil:
     """The walk in arrival order skipping barrier jobs that do not fit, as repeated choices of the earliest
     waiting job that fits (the same jobs, since F only shrinks): O(classes) per start."""
@@ -744,7 +775,7 @@ cdef void _wl_first_fit(Wait* q, double now, const Service* sv) noexcept nogil:
             c = nc
             nc = q.ne_next[c]
             h = q.chead[c]
-            if h >= 0 and q.creq[c] <= q.n_free and (best < 0 or h < best):
+            if h >= 0 and q.creq[c] <= q.n_free and (best < 0 or _wl_earlier(q, h, best)):
                 best = h
         if best < 0:
             return
@@ -976,9 +1007,13 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
     cdef double tick, rel, arr, bound, due
     cdef int64_t j, u, released
     cdef bint absorb = not q.rs.heap and not q.event and discipline != C_SERVER_FILLING and discipline != C_HOLD
-    for j in range(pos):                      # jobs of earlier calls that still wait, in arrival order
-        if q.status[j] == C_WAITING:
-            _wl_link(q, j)
+    if q.g.on and q.g.evict:                  # jobs of earlier calls that still wait, in list order
+        for j in range(q.g.n_order):
+            _wl_link(q, q.g.order[j])
+    else:                                     # (in arrival order)
+        for j in range(pos):
+            if q.status[j] == C_WAITING:
+                _wl_link(q, j)
     while True:
         if absorb:
             now = _wl_absorb(q, discipline, now, q.arrival[pos] if pos < nw else next_first_arrival)
@@ -1043,7 +1078,11 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
                 j = q.g.rq_job[0]
                 q.g.n_rq = _ev_pop(q.g.rq_time, q.g.rq_job, q.g.n_rq)
                 q.status[j] = C_WAITING
-                _wl_insert(q, j)
+                if q.g.evict:                 # (eviction order: at the end)
+                    q.g.entry[j] = now
+                    _wl_link(q, j)
+                else:
+                    _wl_insert(q, j)
                 _gc_enter(q, j, now)
             if q.event:
                 _wl_single(q, now, released, sv, discipline)
@@ -1111,6 +1150,9 @@ cdef class WaitlistState:
     cdef public double base                   # clocks: the backoff's base and cap
     cdef public double cap
     cdef public int64_t limit                 # clocks: requeues before a job is lost (-1: none)
+    cdef public bint evict                    # clocks: eviction order (a returning job enters at the end)
+    cdef public double jitter                 # clocks: the backoff's jitter J
+    cdef public uint64_t jseed                # clocks: the run's jitter seed
     cdef public object dl_time                # clocks: the deadline heap's times (room >= 2 window jobs + 2)
     cdef public object dl_job                 # clocks: the deadline heap's jobs
     cdef public object rq_time                # clocks: the return heap's times (room >= window jobs)
@@ -1155,6 +1197,11 @@ cdef class WaitlistState:
         self.base = float(clock["base"]) if clock is not None else 0.0
         self.cap = float(clock["cap"]) if clock is not None else 0.0
         self.limit = int(clock["limit"]) if clock is not None else -1
+        self.evict = bool(clock["evict"]) if clock is not None else False
+        self.jitter = float(clock["jitter"]) if clock is not None else 0.0
+        self.jseed = 0
+        if self.evict and discipline != C_FCFS and discipline != C_FIRST_FIT and discipline != C_HOLD:
+            raise ValueError("WaitlistState: eviction order runs under fcfs, first-fit and hold")
         self.dl_time, self.dl_job = np.zeros(0), np.zeros(0, dtype=np.int64)
         self.rq_time, self.rq_job = np.zeros(0), np.zeros(0, dtype=np.int64)
         self.clock_state = np.zeros(2, dtype=np.int64)
@@ -1171,8 +1218,13 @@ cdef void _gc_open(Wait* q, WaitlistState st, dict jobs, int64_t nw) except *:
     cdef const double[::1] budget
     cdef double[::1] due, away, dl_time, rq_time, held
     cdef int64_t[::1] requeues, dl_job, rq_job
+    cdef const int64_t[::1] seq, order
+    cdef double[::1] entry
+    cdef int64_t j
     cdef unsigned char[::1] lost
     q.g.on = st.clock
+    q.g.evict = False
+    q.g.jitter = 0.0
     q.g.n_dl = 0
     q.g.n_rq = 0
     q.g.holder = -1
@@ -1190,6 +1242,23 @@ cdef void _gc_open(Wait* q, WaitlistState st, dict jobs, int64_t nw) except *:
             or rq_job.shape[0] != rq_time.shape[0]:
         raise ValueError("run_waitlist: the clocks' heaps need room for 2 deadlines and a return per window job")
     q.g.requeue, q.g.base, q.g.cap, q.g.limit = st.requeue, st.base, st.cap, st.limit
+    q.g.evict, q.g.jitter, q.g.jseed = st.evict, st.jitter, st.jseed
+    q.g.seq, q.g.entry, q.g.order, q.g.n_order = NULL, NULL, NULL, 0
+    if q.g.jitter > 0:
+        seq = jobs["seq"]
+        if seq.shape[0] != nw:
+            raise ValueError("run_waitlist: the jitter needs seq per window job")
+        q.g.seq = &seq[0] if nw else NULL
+    if q.g.evict:
+        entry, order = jobs["entry"], jobs["order"]
+        if entry.shape[0] != nw or order.shape[0] > nw:
+            raise ValueError("run_waitlist: eviction order needs entry per window job and the waiting jobs' order")
+        for j in range(order.shape[0]):
+            if order[j] < 0 or order[j] >= nw:
+                raise ValueError("run_waitlist: the waiting jobs' order names a job outside the window")
+        q.g.entry = &entry[0] if nw else NULL
+        q.g.order = &order[0] if order.shape[0] else NULL
+        q.g.n_order = order.shape[0]
     q.g.budget = &budget[0] if nw else NULL
     q.g.due = &due[0] if nw else NULL
     q.g.away = &away[0] if nw else NULL

@@ -179,7 +179,7 @@ class _Window:
     CLASS_FIELDS = {"job_class": np.int64}
     #: with gang clocks (:mod:`barrier_queues.clocks`): each job's budget, deadline, requeues, time away, lost
     CLOCK_FIELDS = {"budget": np.float64, "due": np.float64, "requeues": np.int64, "away": np.float64,
-                    "lost": np.bool_}
+                    "lost": np.bool_, "entry": np.float64}
     FAIL_FIELDS = {"natt": np.int64, "attempt": np.int64, "aborted": np.bool_, "ufirst": np.int64,
                    "rtop": np.int64, "left": np.int64, "doomed": np.uint8}
     #: per unit; ``unext`` (the next in its job's list of failed tasks due again) and ``urun`` (its running
@@ -343,7 +343,7 @@ class _Window:
         if "job_class" in self.rows.dtypes:
             new["job_class"] = chunk["cls"]
         if self.clock:
-            new.update(budget=chunk["budget"], due=np.inf, requeues=0, away=0.0, lost=False)
+            new.update(budget=chunk["budget"], due=np.inf, requeues=0, away=0.0, lost=False, entry=chunk["arrival"])
         if self.hold:
             new["held"] = 0.0
         self.seq += n
@@ -440,7 +440,11 @@ class _Window:
             jobs.update({key: a[key] for key in self.FAIL_KEYS}, aborted=a["aborted"].view(np.uint8))
             units = {**self.NO_UNITS, **self.units.view}   # (barrier jobs only: ujob alone)
         if self.clock:
-            jobs.update({key: a[key] for key in ("budget", "due", "requeues", "away")}, lost=a["lost"].view(np.uint8))
+            jobs.update({key: a[key] for key in ("budget", "due", "requeues", "away", "entry", "seq")},
+                        lost=a["lost"].view(np.uint8))
+            if self.state.evict:                            # the waiting jobs in list order: (entry, seq)
+                w = np.flatnonzero(a["status"][:pos] == kernels_module().WAITING)
+                jobs["order"] = w[np.lexsort((a["seq"][w], a["entry"][w]))]
             if self.hold:
                 jobs["held"] = a["held"]
             self._clock_room(a["arrival"].size)
@@ -622,6 +626,8 @@ def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None
     kernel, frame = 0.0, None
     frng = failure_stream(rng) if window.fail else None
     crng = child_stream(rng) if window.clock else None
+    if window.clock and window.state.jitter > 0:
+        window.state.jseed = clocks.jitter_seed(crng)
     if trace and window.fail:
         raise ParameterError("trace must be False with failure_rate: a trace records one attempt per task, and "
                              "a job with failures has several (keep_jobs gives each job's attempts)")
@@ -692,6 +698,7 @@ def run_inputs(system, inputs: dict, phase: float = 0.0, discipline: str | None 
     if window.clock:
         inputs = {**inputs, "budget": _budgets(system, inputs)}
         keys += ("budget",)
+        window.state.jseed = int(inputs.get("jitter_seed", 0))
     if window.fail:
         keys += ("toff", "holds", "attempts", "aborted", "useful", "unit_attempts", "unit_aborted", "unit_toff",
                  "unit_first")
@@ -737,7 +744,8 @@ def reference(system, inputs: dict, phase: float = 0.0, trace: bool = False, dis
                                        event_overhead=system.overhead == "event",
                                        revive=system.revive_interval or 1.0, phase=phase, failures=fail,
                                        predictions=predictions, **reference_rule(system),
-                                       clock={**clocks.settings(system), "budgets": _budgets(system, inputs)}
+                                       clock={**clocks.settings(system), "budgets": _budgets(system, inputs),
+                                              "jitter_seed": int(inputs.get("jitter_seed", 0))}
                                        if clocks.enabled(system) else None, aging_after=system.aging_after)
 
 

@@ -55,6 +55,7 @@ import functools
 import heapq
 import math
 
+from ..clocks import backoff, jitter_u
 from ..reference import service, service_args
 
 
@@ -131,7 +132,10 @@ class _Waitlist:
             self.due(heapq.heappop(self.retries)[1])
         while self.returns and self.returns[0][0] == now:
             j = heapq.heappop(self.returns)[1]
-            bisect.insort(self.waiting, j)
+            if self.clock.get("evict"):                     # eviction order: at the end
+                self.waiting.append(j)
+            else:
+                bisect.insort(self.waiting, j)
             self.enter(j, now)
         return released
 
@@ -172,7 +176,8 @@ class _Waitlist:
         if c["requeue"] and (c["limit"] < 0 or r["requeues"][j] < c["limit"]):
             n = r["requeues"][j] + 1
             r["requeues"][j] = n
-            b = min(c["cap"], c["base"] * (2.0 ** (n - 1) if n <= 1024 else math.inf))
+            u = jitter_u(c.get("jitter_seed", 0), j, n) if c.get("jitter", 0.0) > 0 else 0.0
+            b = backoff(n, c["base"], c["cap"], c.get("jitter", 0.0), u)
             r["backoff"][j] += b
             heapq.heappush(self.returns, (now + b, j))
             return
@@ -547,9 +552,10 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
     plain function of one attempt (``FailureModel.attempt``); each unit's attempts are recomputed here from the
     draws and must be as many as the inputs say. ``predictions``: per job, the hold backfill predicts (module
     docstring). ``clock`` (gang clocks, :mod:`barrier_queues.clocks`): ``budgets`` (per job), ``requeue``,
-    ``base``, ``cap``, ``limit`` (-1: none), ``timeout`` and ``hold`` (discipline hold); a job's deadline
-    fires after the releases, returns and decision of its instant, then one decision; a requeued job returns
-    with the releases of its instant, at its place. ``aging_after``: the wait T of discipline ``aging``
+    ``base``, ``cap``, ``limit`` (-1: none), ``timeout`` and ``hold`` (discipline hold), ``evict`` (eviction
+    order), ``jitter`` and ``jitter_seed``; a job's deadline fires after the releases, returns and decision of
+    its instant, then one decision; a requeued job returns with the releases of its instant, at its place (at
+    the end with ``evict``). ``aging_after``: the wait T of discipline ``aging``
     (first-fit until the oldest waiting job has waited T, then backfill with it as the head)."""
     q = _prepared(arrivals, tasks, barrier, times, servers, two_barrier, service_fn, reservations, failures,
                   predictions, clock, aging_after, rule)
