@@ -171,3 +171,22 @@ def test_the_moldable_ctmc_speed_benchmark_prints_both_preconditioners_and_their
     assert float(row[3]) > 0 and float(row[4]) > 0 and float(row[6]) < 1e-8
     bad = _run("moldable_ctmc_speed.py", "--systems", "3-0.4")
     assert bad.returncode == 2 and "s:utilization" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_clock_benchmark_times_each_clock_beside_its_rule_on_the_same_jobs():
+    bench = _module("clock_speed")
+    rows = _rows(_ok("clock_speed.py", "--jobs", "3000", "--repeat", "1"))
+    assert len(rows) == len(bench.SYSTEMS) * len(bench.CLOCKS)
+    for (name, clock, plain, timed, ratio, lost, requeues), (label, rule, _) in zip(
+            rows, bench.CLOCKS * len(bench.SYSTEMS), strict=True):
+        assert clock == label and plain.startswith(rule + " "), (name, clock)
+        a, b = float(plain.split()[-1]), float(timed)
+        assert a > 0 and b > 0 and abs(float(ratio) - b / a) <= 0.01 + 0.006 * b / a   # (the cells are rounded)
+        if clock.startswith("aging"):
+            assert lost == requeues == "-"                    # aging loses no job
+        else:
+            assert 0 <= float(lost.rstrip("%")) <= 100 and float(requeues) >= 0
+    first = rows[0]
+    assert float(first[5].rstrip("%")) > 1                    # the clock fires: fcfs's wide gangs run out of time
+    assert any(float(r[6]) > 0 for r in rows if "requeue" in r[1])
+    assert _run("clock_speed.py", "--jobs", "0").returncode == 2

@@ -961,7 +961,7 @@ cdef inline int64_t _wl_need(Wait* q, int64_t discipline) noexcept nogil:
     job's (fcfs: k for a barrier job, else 1) or the least of the waiting classes' (first-fit and backfill, which
     start only a job that fits); ``servers + 1`` when no job waits."""
     cdef int64_t c, nc, need
-    if discipline == C_FCFS:
+    if discipline == C_FCFS or discipline == C_HOLD:
         if q.head < 0:
             return q.servers + 1
         return q.k[q.head] if q.barrier[q.head] else 1
@@ -980,13 +980,16 @@ cdef inline double _wl_absorb(Wait* q, int64_t discipline, double now, double li
     a job: under fcfs, first-fit and backfill a release whose decision would find fewer free workers than
     :func:`_wl_need` only adds a free worker (with the releases in the ascending array: no ids, no revive
     ticks), so it is counted without a decision. The release that brings the free workers to the need is left
-    to the event loop, with the others of its instant. Returns the time of the last release taken (or
-    ``now``)."""
+    to the event loop, with the others of its instant. Under hold the same while the head holds (each release
+    adds the held time up to it, as the event loop's count does; a release that may begin a hold is left to
+    the event loop). Returns the time of the last release taken (or ``now``)."""
     cdef int64_t need = _wl_need(q, discipline)
     cdef double retry = q.f.retry_time[0] if q.f.n_retry > 0 else INFINITY      # (a release at a retry's or an abort's
     cdef double abort = q.f.abort_time[0] if q.f.n_abort > 0 else INFINITY      # instant is left to the event loop)
     cdef double clock = INFINITY                  # (and at a deadline's or a return's)
     cdef double t
+    if discipline == C_HOLD and q.head >= 0 and q.g.holder != q.head:
+        return now                                # (a release may begin a hold: a decision)
     if q.g.on:
         clock = q.g.dl_time[0] if q.g.n_dl > 0 else INFINITY
         if q.g.n_rq > 0 and q.g.rq_time[0] < clock:
@@ -997,6 +1000,7 @@ cdef inline double _wl_absorb(Wait* q, int64_t discipline, double now, double li
             break
         now = t
         _rs_pop(&q.rs)
+        _gc_count(q, now)                         # (hold: the holder's held time up to this release)
         q.n_free += 1
     return now
 
@@ -1006,7 +1010,7 @@ cdef void _run_waitlist(Wait* q, int64_t nw, int64_t pos, double next_first_arri
     cdef double now = -INFINITY
     cdef double tick, rel, arr, bound, due
     cdef int64_t j, u, released
-    cdef bint absorb = not q.rs.heap and not q.event and discipline != C_SERVER_FILLING and discipline != C_HOLD
+    cdef bint absorb = not q.rs.heap and not q.event and discipline != C_SERVER_FILLING
     if q.g.on and q.g.evict:                  # jobs of earlier calls that still wait, in list order
         for j in range(q.g.n_order):
             _wl_link(q, q.g.order[j])
