@@ -41,7 +41,7 @@ def strip_volatile(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 #: run order: the claims page collects what the chapters wrote, so it comes last
 FIRST = ["intro", "stability", "ctmc", "bounds", "spark", "partial", "sampling", "phases", "scheduling", "failures",
-         "traces", "moldable", "usage"]
+         "traces", "clocks", "moldable", "usage"]
 LAST = ["claims"]
 
 #: ``--full``: the paper's scale (more jobs and replications, epsilon = 1e-3 for the bounds)
@@ -58,10 +58,11 @@ FULL = {
     "scheduling": {"sim_jobs": 200_000, "sim_replications": 20, "capacity_jobs": 500_000, "borg_time": 40_000},
     "failures": {"sim_jobs": 200_000, "sim_replications": 20},
     "moldable": {"sim_jobs": 200_000, "sim_replications": 20},
+    "clocks": {"sim_jobs": 200_000, "sim_replications": 20},
     "usage": {"sim_jobs": 1_000_000},
 }
 WRITERS = {"intro", "stability", "ctmc", "bounds", "spark", "partial", "sampling", "phases", "scheduling", "failures",
-           "moldable", "claims"}
+           "clocks", "moldable", "claims"}
 
 
 def ordered(names: list[str]) -> list[str]:
