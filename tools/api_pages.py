@@ -29,7 +29,7 @@ INDEX = ROOT / "book" / "reference" / "api.md"
 GROUPS = {
     "Describing a system": ["system", "distributions", "workload", "load"],
     "Exact results": ["stability", "order_stats", "ctmc", "multiserver", "bounds", "release", "phases", "overhead",
-                      "moldable_ctmc"],
+                      "moldable_ctmc", "patience_chain"],
     "Simulation": ["simulate", "precision", "sweep", "planning", "saturated", "overload", "statistics", "failures",
                    "clocks",
                    "moldable", "moldable_policies"],
