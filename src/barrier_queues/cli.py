@@ -498,6 +498,8 @@ def _print_simulation(out: dict) -> None:
         extra.append(f"batch sampling d = {cfg['probe_ratio']}")
     if cfg.get("scheduling", "fcfs") != "fcfs":
         extra.append(f"{cfg['scheduling']} scheduling")
+    if cfg.get("node_size") is not None:
+        extra.append(f"nodes of {cfg['node_size']} workers (a gang of k <= {cfg['node_size']} on one node)")
     if cfg.get("wait_budget") is not None or cfg.get("hold_timeout") is not None:
         extra.append(_clock_words(cfg))
     needed = "" if cfg["needed"] is None else f"l = {cfg['needed']}, "
@@ -1327,13 +1329,14 @@ def _seed_needs_failures(failure_rate, seed, wait_budget=None) -> None:
 
 
 def _replay_failures(args) -> dict:
-    """A replay's failure and clock options, and its seed."""
+    """A replay's failure, clock and node options, and its seed."""
     _seed_needs_failures(args.failure_rate, args.seed, args.wait_budget)
     from .clocks import OPTIONS
 
     clock = {name: getattr(args, name) for name in OPTIONS if getattr(args, name) is not None}
+    nodes = {"node_size": args.node_size} if args.node_size is not None else {}
     return {"failure_rate": args.failure_rate, "max_attempts": args.max_attempts,
-            "resubmit_delay": args.resubmit_delay, "seed": 0 if args.seed is None else args.seed, **clock}
+            "resubmit_delay": args.resubmit_delay, "seed": 0 if args.seed is None else args.seed, **clock, **nodes}
 
 
 def _print_replay(out: dict) -> None:
@@ -1353,7 +1356,8 @@ def _print_replay(out: dict) -> None:
     print(f"trace             {tr['source']} ({tr['format']}): {tr['replayed']} jobs replayed; skipped: {skipped}")
     for note in tr["notes"]:
         print(f"note              {note}")
-    print(f"setting           {out['servers']} workers, {out['scheduling']}, estimates {out['estimates']}, "
+    nodes = f" in nodes of {out['node_size']}" if out.get("node_size") else ""
+    print(f"setting           {out['servers']} workers{nodes}, {out['scheduling']}, estimates {out['estimates']}, "
           f"load scale {out['load_scale']:g}; {out['trimming']}")
     if out.get("failures"):
         f = out["failures"]
@@ -1438,6 +1442,8 @@ REPLAY_FIELDS = {"servers": (None, "default: the log's MaxProcs"),
                  "scheduling": (["fcfs"], "backfill is EASY"),
                  "estimates": (["exact"], "read by backfill alone"),
                  "load_scale": ([1.0], ""),
+                 "node_size": (None, "a gang of k <= G GPUs on one node; jobs of a cluster of no whole nodes are "
+                               "refused"),
                  "failure_rate": (None, "per trace time unit"),
                  "max_attempts": (None, ""),
                  "resubmit_delay": (None, ""),

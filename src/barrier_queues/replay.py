@@ -75,6 +75,7 @@ class ReplayResult:
     trace: dict
     failures: dict | None = None
     clocks: dict | None = None
+    node_size: int | None = None
 
     def metrics(self, tau: float = BSLD_TAU, trim: bool = False, size_edges=None) -> dict:
         """The field's metrics (:func:`trace_metrics`)."""
@@ -83,7 +84,8 @@ class ReplayResult:
     def summary(self, tau: float = BSLD_TAU, trim: bool = False, size_edges=None) -> dict:
         """Everything a report needs, JSON-ready: the setting, the trace and the metrics."""
         return {"servers": self.servers, "scheduling": self.scheduling, "estimates": self.estimates,
-                "load_scale": self.load_scale, "failures": self.failures, "clocks": self.clocks, "trace": self.trace,
+                "load_scale": self.load_scale, "failures": self.failures, "clocks": self.clocks,
+                "node_size": self.node_size, "trace": self.trace,
                 **self.metrics(tau=tau, trim=trim, size_edges=size_edges)}
 
 
@@ -101,10 +103,10 @@ def check_estimates(schedulings, estimates) -> None:
 
 def trace_system(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", estimates: str = "exact",
                  load_scale: float = 1.0, failure_rate: float | None = None, max_attempts: int | None = None,
-                 resubmit_delay: float | None = None, **clock):
+                 resubmit_delay: float | None = None, node_size: int | None = None, **clock):
     """The :class:`~barrier_queues.system.BarrierSystem` whose workload is ``trace`` (on the log's own machine
-    size unless ``servers`` is given), validated once like any other; ``clock``: the gang clock's fields
-    (:data:`barrier_queues.clocks.FIELDS`)."""
+    size unless ``servers`` is given), validated once like any other; ``node_size``: workers per node
+    (:mod:`barrier_queues.nodes`); ``clock``: the gang clock's fields (:data:`barrier_queues.clocks.FIELDS`)."""
     from .system import BarrierSystem
 
     if not isinstance(trace, Trace):
@@ -122,12 +124,13 @@ def trace_system(trace: Trace, servers: int | None = None, scheduling: str = "fc
         raise ParameterError(f"replay takes the clock options {', '.join(clocks.OPTIONS)} (got unknown {unknown})")
     return BarrierSystem(servers=servers, scheduling=scheduling, trace=trace, estimates=estimates,
                          load_scale=load_scale, failure_rate=failure_rate, max_attempts=max_attempts,
-                         resubmit_delay=resubmit_delay, **clock)
+                         resubmit_delay=resubmit_delay, node_size=node_size, **clock)
 
 
 def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", estimates: str = "exact",
            load_scale: float = 1.0, failure_rate: float | None = None, max_attempts: int | None = None,
-           resubmit_delay: float | None = None, seed: int = 0, **clock) -> ReplayResult:
+           resubmit_delay: float | None = None, seed: int = 0, node_size: int | None = None,
+           **clock) -> ReplayResult:
     """Replay ``trace`` on ``servers`` workers (default: the log's own machine size) under ``scheduling``;
     with ``failure_rate``, failures of running tasks (module docstring; ``seed`` draws their clocks); with
     ``clock`` (``wait_budget``, ...), gang clocks (``seed`` draws exponential patience)."""
@@ -135,7 +138,7 @@ def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", e
     from .schedulers import waitlist
 
     system = trace_system(trace, servers, scheduling, estimates, load_scale, failure_rate, max_attempts,
-                          resubmit_delay, **clock)
+                          resubmit_delay, node_size, **clock)
     work = system.trace
     jobs = work.jobs
     ensure_compiled(system.placement)
@@ -148,7 +151,9 @@ def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", e
         fail = {"failure_rate": system.failure_rate, "max_attempts": system.max_attempts,
                 "resubmit_delay": system.resubmit_delay, "retry_work": "identical", "seed": seed}
     else:
-        inputs = work.inputs(system.estimates)
+        # (with nodes each task holds its own worker of a node: the expanded inputs, k equal draws per rigid job,
+        # which give the rigid room's results job by job: tested)
+        inputs = work.expanded_inputs() if system.node_size else work.inputs(system.estimates)
         if clocks.enabled(system):
             seed = check_int("seed", seed, low=0, high=2**63 - 1, high_name="2^63 - 1")
             inputs["budget"] = clocks.budgets(system, inputs, np.random.default_rng(seed))
@@ -174,7 +179,7 @@ def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", e
                          "requeue_limit": system.requeue_limit, "requeue_order": system.requeue_order,
                          "requeue_jitter": system.requeue_jitter, "seed": seed}
     return ReplayResult(table, system.servers, system.scheduling, system.estimates, system.load_scale,
-                        work.describe(), fail, clock_setting)
+                        work.describe(), fail, clock_setting, system.node_size)
 
 
 def failure_inputs(system, seed, raw: bool = False) -> dict:

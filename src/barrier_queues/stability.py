@@ -413,6 +413,15 @@ def stability_verdict(system: BarrierSystem) -> dict:
                 "without them applies; the run's drift and queue tests judge it (a system that loses jobs "
                 "instead of growing is stable, and reports its lost share)",
                 "lambda_max_ci": None, "verdict": None}
+    if system.node_size is not None and system.node_size > 1:
+        # a gang must fit on nodes: fragmentation lowers every limit of the system without them, so none applies
+        ceiling = _ceiling(system)
+        above = lam is not None and ceiling is not None and lam >= ceiling
+        return {"lambda_max": ceiling if above else None,
+                "method": "holding ceiling s / E[worker-time held per job] (no discipline passes it)" if above else
+                f"nodes of {system.node_size} workers lower the limits of the system without them (a gang must fit "
+                "on a node): the run's drift and queue tests judge it",
+                "lambda_max_ci": None, "verdict": "above" if above else None}
     exact = known_limit(system)
     if exact is not None:
         return {"lambda_max": exact[0], "method": exact[1], "lambda_max_ci": None,

@@ -51,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import clocks, failures, rules, schedulers
+from . import clocks, failures, nodes, rules, schedulers
 from ._validation import (
     TIME_SCALE,
     ParameterError,
@@ -212,6 +212,11 @@ class BarrierSystem:
     estimates: str | None = field(default=None, metadata=_opt(
         "EASY's runtime predictions: the true runtimes (default exact) or the log's requested times", "choice",
         choices=("exact", "requested"), commands=("replay",)))
+    # nodes a gang must fit in: validated in barrier_queues.nodes
+    node_size: int | None = field(default=None, metadata=_opt(
+        "workers per node G (a GPU machine's GPUs): a gang of k <= G starts on one node with k free (the fullest "
+        "that fits), a wider one on whole free nodes plus one for k mod G; under fcfs, first-fit and sjf "
+        "(default: no nodes)", "int", 1, commands=("simulate", "replay")))
     # gang clocks (Appendix B, section 8): validated in barrier_queues.clocks
     wait_budget: object = field(default=None, metadata=_opt(
         "a gang's wait budget, from each time it enters the queue: a time, 'exp:MEAN' (exponential patience), "
@@ -256,6 +261,7 @@ class BarrierSystem:
         set_("scheduling", check_choice("scheduling", self.scheduling, schedulers.disciplines()))
         failures.validate(self, set_)                   # failure_rate and what a failure does: barrier_queues.failures
         clocks.validate(self, set_)                     # wait budgets and requeues: barrier_queues.clocks
+        nodes.validate(self, set_)                      # node_size: barrier_queues.nodes
         schedulers.validate(self, set_)                 # each scheduler's fields and checks: its room
         self._validate_phases(set_)
         self._validate_trace_setting()
@@ -617,6 +623,8 @@ class BarrierSystem:
             parts.append(f"batch sampling d = {self.probe_ratio:g}")
         if self.scheduling != "fcfs":
             parts.append(f"{self.scheduling} scheduling")
+        if self.node_size is not None:
+            parts.append(f"nodes of {self.node_size}")
         if self.wait_budget is not None:
             parts.append(f"wait budget {self.wait_budget} ({self.on_budget})")
         if self.hold_timeout is not None:

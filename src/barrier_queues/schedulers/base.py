@@ -56,6 +56,8 @@ class Scheduler:
     clocks : bool
         It simulates gang clocks (``BarrierSystem.wait_budget``, :mod:`barrier_queues.clocks`), as
         ``failures``.
+    nodes : bool
+        It places jobs on nodes (``BarrierSystem.node_size``, :mod:`barrier_queues.nodes`), as ``failures``.
     """
 
     name: str
@@ -73,6 +75,7 @@ class Scheduler:
     options: dict = field(default_factory=dict)
     failures: bool = False
     clocks: bool = False
+    nodes: bool = False
 
 
 SCHEDULERS: dict[str, Scheduler] = {}
@@ -102,14 +105,15 @@ def disciplines(placement: str | None = None) -> tuple[str, ...]:
 
 
 def of(system) -> Scheduler:
-    """The room that runs a system: its placement and its scheduling discipline (and failures or gang clocks, if
-    any)."""
+    """The room that runs a system: its placement and its scheduling discipline (and failures, gang clocks or
+    nodes, if any)."""
     fail = getattr(system, "failure_rate", None) is not None
     budget = getattr(system, "wait_budget", None)
     clock = budget is not None and not getattr(budget, "off", False)
+    nodes = getattr(system, "node_size", None) is not None
     for s in SCHEDULERS.values():
         if s.placement == system.placement and system.scheduling in s.disciplines and (s.failures or not fail) \
-                and (s.clocks or not clock):
+                and (s.clocks or not clock) and (s.nodes or not nodes):
             return s
     raise ParameterError(f"scheduling must be one of {', '.join(repr(d) for d in disciplines(system.placement))} "
                          f"with placement = {system.placement!r} (got {system.scheduling!r})")

@@ -147,6 +147,11 @@ cdef struct Wait:
     int64_t* free_ids                         # free workers' ids, a min-heap (lowest id first), with ids
     int64_t n_free                            # free workers
     bint ids                                  # worker ids are tracked (a trace, or failures' kills by worker)
+    # nodes (barrier_queues.nodes): workers g G .. g G + G - 1 form node g; a job fits by the nodes' rule
+    int64_t G                                 # workers per node (0: no nodes)
+    int64_t nodes                             # s / G
+    int64_t* node_free                        # per node: its free workers
+    unsigned char* wfree                      # per worker: free
     double* run                               # scratch: one job's per-task hold times (its service)
     double* scratch                           # scratch: one job's release times, before they are added
     int64_t* taken                            # scratch: the workers one job takes
@@ -192,15 +197,72 @@ cdef inline void _ifree_push(Wait* q, int64_t w) noexcept nogil:
     failures of non-barrier jobs (whose aborts kill a job's tasks by worker) need the ids; otherwise a count
     does (``q.ids`` false: no result depends on which free worker a task takes, since every release of an
     instant comes first)."""
-    if q.ids:
+    if q.G:
+        q.wfree[w] = 1
+        q.node_free[w // q.G] += 1
+        q.n_free += 1
+    elif q.ids:
         q.n_free = _id_push(q.free_ids, q.n_free, w)
     else:
         q.n_free += 1
 
 
+cdef bint _nd_fits(Wait* q, int64_t k) noexcept nogil:
+    """Whether a job of k tasks fits: k free workers, and with nodes the rule of barrier_queues.nodes (w = k // G
+    whole free nodes, and for r = k mod G one other node with r free)."""
+    cdef int64_t g, whole, rest, full = 0
+    cdef bint partial = False
+    if k > q.n_free:
+        return False
+    if not q.G:
+        return True
+    whole = k // q.G
+    rest = k - whole * q.G
+    for g in range(q.nodes):
+        if q.node_free[g] == q.G:
+            full += 1
+        elif q.node_free[g] >= rest:
+            partial = True
+    if rest == 0:
+        return full >= whole
+    return full > whole or (full == whole and partial)
+
+
+cdef void _nd_take(Wait* q, int64_t k, int64_t* out) noexcept nogil:
+    """With nodes, take the workers of a job of k tasks that fits (barrier_queues.nodes.place): the lowest whole
+    free nodes, then the r lowest free workers of the best-fit node (the fewest free that still has r, ties to
+    the lowest); written to out in task order."""
+    cdef int64_t g, w, t = 0, whole = k // q.G, rest = k - (k // q.G) * q.G, best = -1
+    for g in range(q.nodes):
+        if t == whole * q.G:
+            break
+        if q.node_free[g] == q.G:
+            for w in range(g * q.G, g * q.G + q.G):
+                q.wfree[w] = 0
+                out[t] = w
+                t += 1
+            q.node_free[g] = 0
+    if rest:
+        for g in range(q.nodes):
+            if q.node_free[g] >= rest and (best < 0 or q.node_free[g] < q.node_free[best]):
+                best = g
+        for w in range(best * q.G, best * q.G + q.G):
+            if t == k:
+                break
+            if q.wfree[w]:
+                q.wfree[w] = 0
+                out[t] = w
+                t += 1
+        q.node_free[best] -= rest
+    q.n_free -= k
+
+
 cdef inline int64_t _ifree_pop(Wait* q) noexcept nogil:
-    """The lowest free worker, taken (0 without ids)."""
+    """The lowest free worker, taken (0 without ids; with nodes, the best-fit node's lowest)."""
     cdef int64_t top = 0
+    if q.G:
+        _nd_take(q, 1, &top)
+        return top
     if q.ids:
         top = q.free_ids[0]
         q.n_free = _id_pop(q.free_ids, q.n_free)
@@ -566,8 +628,10 @@ cdef void _wl_start_job(Wait* q, int64_t j, double now, const Service* sv) noexc
     cdef int64_t off = _wl_off(q, j)
     cdef double useful, work = 0.0
     cdef double d = _wl_service(q, j, sv, &completed, &useful)
+    if q.G:
+        _nd_take(q, q.k[j], q.taken)
     for i in range(q.k[j]):
-        w = _ifree_pop(q)
+        w = q.taken[i] if q.G else _ifree_pop(q)
         q.taken[i] = w
         work += q.run[i]
         q.scratch[i] = now + (d if q.two_barrier else q.run[i])
@@ -745,7 +809,7 @@ cdef int64_t _wl_fcfs(Wait* q, double now, const Service* sv) noexcept nogil:
     while q.head >= 0:
         j = q.head
         if q.barrier[j]:
-            if q.k[j] > q.n_free:
+            if not _nd_fits(q, q.k[j]):
                 return j
             _wl_start_job(q, j, now, sv)
         else:
@@ -775,7 +839,7 @@ cdef void _wl_first_fit(Wait* q, double now, const Service* sv) noexcept nogil:
             c = nc
             nc = q.ne_next[c]
             h = q.chead[c]
-            if h >= 0 and q.creq[c] <= q.n_free and (best < 0 or _wl_earlier(q, h, best)):
+            if h >= 0 and _nd_fits(q, q.creq[c]) and (best < 0 or _wl_earlier(q, h, best)):
                 best = h
         if best < 0:
             return
@@ -913,11 +977,11 @@ cdef void _wl_sjf(Wait* q, double now, const Service* sv, bint skip) noexcept no
         best = -1
         j = q.head
         while j >= 0:
-            if (not skip or q.k[j] <= q.n_free) and (best < 0 or q.skey[j] < q.skey[best]
-                                                     or (q.skey[j] == q.skey[best] and j < best)):
+            if (not skip or _nd_fits(q, q.k[j])) and (best < 0 or q.skey[j] < q.skey[best]
+                                                      or (q.skey[j] == q.skey[best] and j < best)):
                 best = j
             j = q.nxt[j]
-        if best < 0 or q.k[best] > q.n_free:
+        if best < 0 or not _nd_fits(q, q.k[best]):
             return
         _wl_start_job(q, best, now, sv)
 
@@ -1167,11 +1231,14 @@ cdef class WaitlistState:
     cdef public object hold_state             # hold: [the holder's window index (-1: none)]
     cdef public double hold_mark              # hold: when the holder's held time was last counted
     cdef public bint stormed                  # clocks: the last call stopped, too many requeues per job
+    cdef public int64_t node_size             # nodes: workers per node (0: none)
+    cdef public object node_free              # nodes: per node, its free workers
+    cdef public object wfree                  # nodes: per worker, free (uint8)
 
     def __init__(self, int64_t servers, int64_t discipline, int64_t phases, int64_t policy, int64_t stragglers,
                  params, bint two_barrier, bint event_overhead=False, double revive=1.0, bint fail=False,
                  bint failure_ids=True, double delay=0.0, bint sorted_releases=False,
-                 int64_t backfill_list_max=32, bint rigid=False, clock=None):
+                 int64_t backfill_list_max=32, bint rigid=False, clock=None, int64_t node_size=0):
         if not (discipline == C_FCFS or discipline == C_FIRST_FIT or discipline == C_BACKFILL
                 or discipline == C_SERVER_FILLING or discipline == C_AGING
                 or discipline == C_SJF or discipline == C_SJF_FIRST_FIT
@@ -1214,6 +1281,14 @@ cdef class WaitlistState:
         self.hold_state = np.full(1, -1, dtype=np.int64)
         self.hold_mark = 0.0
         self.stormed = False
+        self.node_size = node_size
+        if node_size and (rigid or fail or event_overhead or sorted_releases or servers % node_size
+                          or not (discipline == C_FCFS or discipline == C_FIRST_FIT or discipline == C_SJF
+                                  or discipline == C_SJF_FIRST_FIT)):
+            raise ValueError("WaitlistState: nodes run under fcfs, first-fit and sjf, with worker ids (the release "
+                             "heap), without rigid jobs, failures or Spark's offers, on whole nodes")
+        self.node_free = np.full(servers // node_size if node_size else 0, node_size, dtype=np.int64)
+        self.wfree = np.ones(servers if node_size else 0, dtype=np.uint8)
 
 
 cdef void _gc_open(Wait* q, WaitlistState st, dict jobs, int64_t nw) except *:
@@ -1454,7 +1529,13 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
         q.f.worker_unit = &wunit[0]
         q.f.unit_end = &urun[0] if urun is not None and urun.shape[0] else NULL
     q.f.n_abort = heap_state[3] if q.f.on else 0
-    q.ids = q.do_trace or (q.f.on and failure_ids and not sorted_releases)
+    q.ids = q.do_trace or (q.f.on and failure_ids and not sorted_releases) or st.node_size > 0
+    cdef int64_t[::1] node_free = st.node_free
+    cdef unsigned char[::1] wfree = st.wfree
+    q.G = st.node_size
+    q.nodes = node_free.shape[0]
+    q.node_free = &node_free[0] if q.G else NULL
+    q.wfree = &wfree[0] if q.G else NULL
     q.rigid = st.rigid
     q.batch = discipline == C_SERVER_FILLING      # (its choice among jobs arrived at one instant needs them all)
     q.pred = NULL

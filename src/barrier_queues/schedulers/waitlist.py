@@ -19,10 +19,15 @@ decides which waiting jobs start, on the lowest-numbered free workers:
 * ``sjf`` (shortest job first, non-preemptive, the exact runtime as an oracle or
   a trace's requested times): the waiting gang of the least runtime starts if it
   fits, the first that does not fit blocking the rest; ``sjf-first-fit`` starts
-  the least runtime among the gangs that fit (barrier jobs only);
+  the least runtime among the gangs that fit (barrier jobs only). The Helios
+  study's simulator (``policies/sjf.py`` of its artifact, read here) does the
+  same: it sorts the waiting jobs by duration and starts them in that order
+  until the first that does not fit; it decides once per second, after every
+  submission of that second, where this room decides after each arrival;
 * ``fcfs``: the paper's FIFO queue (the :mod:`~barrier_queues.schedulers.central`
   room runs it for ``scheduling="fcfs"``; this room's fcfs serves as an oracle:
-  both must agree job by job).
+  both must agree job by job), and this room's alone with nodes
+  (``node_size``, :mod:`barrier_queues.nodes`).
 
 Each job's tasks follow its service rule (:mod:`barrier_queues.rules`). The
 kernel part is ``waitlist.pxi`` (``run_waitlist``): first-fit costs
@@ -83,6 +88,8 @@ def releases_in_array(system, code: int) -> bool:
     worker ids): up to :data:`~barrier_queues.schedulers.central.SORTED_FREE_MAX` workers, and under backfill
     at any number, since its reservation keeps them sorted beside the heap anyway (the same jobs: tested;
     timings: CHANGELOG)."""
+    if system.node_size:                                # (nodes: each release frees a worker of its node)
+        return False
     return system.servers <= SORTED_FREE_MAX or code in (discipline_code("backfill"), discipline_code("aging"))
 
 
@@ -213,7 +220,7 @@ class _Window:
             event_overhead=system.overhead == "event", revive=system.revive_interval or 1.0, fail=self.fail,
             failure_ids=self.kills, delay=system.resubmit_delay if self.fail else 0.0,
             sorted_releases=releases_in_array(system, discipline), backfill_list_max=BACKFILL_LIST_MAX,
-            rigid=rigid, clock=clocks.settings(system) if self.clock else None)
+            rigid=rigid, clock=clocks.settings(system) if self.clock else None, node_size=system.node_size or 0)
         if system.aging_after is not None:
             self.state.aging = system.aging_after
         if system.hold_timeout is not None:
@@ -746,7 +753,8 @@ def reference(system, inputs: dict, phase: float = 0.0, trace: bool = False, dis
                                        predictions=predictions, **reference_rule(system),
                                        clock={**clocks.settings(system), "budgets": _budgets(system, inputs),
                                               "jitter_seed": int(inputs.get("jitter_seed", 0))}
-                                       if clocks.enabled(system) else None, aging_after=system.aging_after)
+                                       if clocks.enabled(system) else None, aging_after=system.aging_after,
+                                       node_size=system.node_size)
 
 
 def _validate(system, set_) -> None:
@@ -789,7 +797,7 @@ SCHEDULER = register(Scheduler(
     "waitlist", "one waiting list in arrival order under first-fit (Spark), backfill, server-filling or aging",
     run=run, run_inputs=run_inputs, reference=reference, placement="central", disciplines=("fcfs", *DISCIPLINES),
     validate=_validate, guard=_guard, kernel_include="schedulers/waitlist.pxi", failures=True,
-    clocks=True))
+    clocks=True, nodes=True))
 
 
 def add_discipline(name: str, decide) -> None:

@@ -55,6 +55,7 @@ import functools
 import heapq
 import math
 
+from .. import nodes
 from ..clocks import backoff, jitter_u
 from ..reference import service, service_args
 
@@ -93,6 +94,23 @@ class _Waitlist:
         self.holder, self.mark = None, 0.0
         self.deadlines: list[tuple[float, int]] = []
         self.returns: list[tuple[float, int]] = []
+        self.node_size = None
+
+    def fits(self, k):
+        """Whether a job of k tasks fits on the free workers (with nodes: :func:`barrier_queues.nodes.place`)."""
+        if self.node_size is None:
+            return k <= len(self.free)
+        return nodes.fits(self.free, self.node_size, self.servers, k)
+
+    def take(self, k):
+        """The workers a job of k tasks takes, in task order: the lowest free ones, or by the nodes' rule."""
+        if self.node_size is None:
+            return [heapq.heappop(self.free) for _ in range(k)]
+        taken = nodes.place(self.free, self.node_size, self.servers, k)
+        gone = set(taken)
+        self.free = [w for w in self.free if w not in gone]
+        heapq.heapify(self.free)
+        return taken
 
     def setup_clock(self, clock, budgets):
         """Gang clocks (Appendix B, section 8; :mod:`barrier_queues.clocks`): each job's budget, and the
@@ -339,8 +357,9 @@ class _Waitlist:
             return
         cut, done, useful, occupied = self.run_of(j)
         work = 0.0
+        workers = self.take(len(occupied))
         for i, busy in enumerate(occupied):
-            w = heapq.heappop(self.free)
+            w = workers[i]
             if self.predictions is not None:
                 self.predicted[w] = now + self.predictions[j]
             work += busy
@@ -360,7 +379,7 @@ class _Waitlist:
             return
         i = self.handed[j]
         x = self.draws[j][i]
-        w = heapq.heappop(self.free)
+        w = self.take(1)[0]
         heapq.heappush(self.releases, (now + x, w))
         t = self.offsets[j] + i
         self.tr["worker"][t], self.tr["start"][t], self.tr["end"][t] = w, now, now + x
@@ -378,7 +397,7 @@ class _Waitlist:
         while self.waiting:
             j = self.waiting[0]
             if self.barrier[j]:
-                if self.tasks[j] > len(self.free):
+                if not self.fits(self.tasks[j]):
                     return j
                 self.start_job(j, now)
             else:
@@ -393,7 +412,7 @@ class _Waitlist:
             if not self.free:
                 return
             if self.barrier[j]:
-                if self.tasks[j] <= len(self.free):
+                if self.fits(self.tasks[j]):
                     self.start_job(j, now)
             else:
                 while self.free and self.ready(j):
@@ -450,11 +469,11 @@ class _Waitlist:
             return self.predictions[j] if self.predictions is not None else self.run_of(j)[0]
 
         while self.free and self.waiting:
-            pool = [j for j in self.waiting if not skip or self.tasks[j] <= len(self.free)]
+            pool = [j for j in self.waiting if not skip or self.fits(self.tasks[j])]
             if not pool:
                 return
             j = min(pool, key=lambda j: (runtime(j), j))
-            if self.tasks[j] > len(self.free):
+            if not self.fits(self.tasks[j]):
                 return
             self.start_job(j, now)
 
@@ -536,7 +555,7 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
                                 reservations: list | None = None, event_overhead: bool = False,
                                 revive: float = 1.0, phase: float = 0.0, failures: dict | None = None,
                                 predictions=None, clock: dict | None = None, aging_after: float | None = None,
-                                **rule):
+                                node_size: int | None = None, **rule):
     """Per-job lists ``start`` (of the job's last task), ``departure``, ``work``, ``useful``, ``completed``
     (and with ``trace`` per-draw ``worker``, ``start``, ``end`` for each job's first ``k`` draws).
     ``reservations``, if given, receives each backfill reservation ``(H, t_H)``.
@@ -556,9 +575,11 @@ def simulate_waitlist_reference(arrivals, tasks, barrier, times, servers: int, d
     order), ``jitter`` and ``jitter_seed``; a job's deadline fires after the releases, returns and decision of
     its instant, then one decision; a requeued job returns with the releases of its instant, at its place (at
     the end with ``evict``). ``aging_after``: the wait T of discipline ``aging``
-    (first-fit until the oldest waiting job has waited T, then backfill with it as the head)."""
+    (first-fit until the oldest waiting job has waited T, then backfill with it as the head). ``node_size``: the
+    workers in nodes of that many (:mod:`barrier_queues.nodes`: where a job fits and which workers it takes)."""
     q = _prepared(arrivals, tasks, barrier, times, servers, two_barrier, service_fn, reservations, failures,
                   predictions, clock, aging_after, rule)
+    q.node_size = node_size
     batch = discipline == "server-filling"
     builtin = {"fcfs": q.fcfs, "first-fit": q.first_fit, "backfill": q.backfill, "server-filling": q.server_filling,
                "aging": q.aging, "hold": q.hold, "sjf": q.sjf, "sjf-first-fit": functools.partial(q.sjf, skip=True)}
