@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 
 #: chapters that read the logs' folder, and the log each needs
-NEEDS_LOGS = {"traces.ipynb": "KTH-SP2.swf.gz", "clocks.ipynb": "philly-pollux.csv.gz"}
+NEEDS_LOGS = {"traces.ipynb": "KTH-SP2.swf.gz", "clocks.ipynb": "philly-pollux.csv.gz",
+              "gpu.ipynb": "philly-pollux.csv.gz"}
 
 
 def logs_missing(name: str) -> bool:

@@ -84,19 +84,20 @@ RERUNS = {
     "clocks": {"servers": 8, "loads": [0.25], "hold_timeouts": [0.5, 10.0], "aging_afters": [0.0, 5.0],
                "budgets": [5.0], "starving_load": 0.25, "sim_jobs": 4000, "sim_replications": 2,
                "overload_jobs": 4000, "overload_replications": 2, "shakes": 2},
+    "gpu": {"rules": ["fcfs", "sjf"], "shakes": 2, "ceiling_servers": 16},
     "moldable": {"servers": 8, "tasks": 8, "loads": [0.2, 0.6], "fixed_ns": [2, 8], "fractions": [1.0],
                  "sim_jobs": 3000, "sim_replications": 3},
     "claims": {},
 }
 #: notebooks that write figures and claims: reruns write into a temporary folder, never into results/
 WRITERS = {"intro", "stability", "ctmc", "bounds", "spark", "partial", "sampling", "phases", "scheduling",
-           "failures", "traces", "clocks", "moldable"}
+           "failures", "traces", "clocks", "gpu", "moldable"}
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_reruns_with_new_parameters(name, tmp_path):
     folder = os.environ.get("BARRIER_QUEUES_TRACES")
-    log = {"traces": "KTH-SP2.swf.gz", "clocks": "philly-pollux.csv.gz"}.get(name)
+    log = {"traces": "KTH-SP2.swf.gz", "clocks": "philly-pollux.csv.gz", "gpu": "philly-pollux.csv.gz"}.get(name)
     if log and not (folder and (Path(folder) / log).is_file()):
         pytest.skip(f"the workload logs' folder (BARRIER_QUEUES_TRACES; make sets it from TRACES) lacks {log}")
     out = tmp_path / f"{name}.ipynb"

@@ -41,7 +41,7 @@ def strip_volatile(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 #: run order: the claims page collects what the chapters wrote, so it comes last
 FIRST = ["intro", "stability", "ctmc", "bounds", "spark", "partial", "sampling", "phases", "scheduling", "failures",
-         "traces", "clocks", "moldable", "usage"]
+         "traces", "clocks", "gpu", "moldable", "usage"]
 LAST = ["claims"]
 
 #: ``--full``: the paper's scale (more jobs and replications, epsilon = 1e-3 for the bounds)
@@ -62,7 +62,7 @@ FULL = {
     "usage": {"sim_jobs": 1_000_000},
 }
 WRITERS = {"intro", "stability", "ctmc", "bounds", "spark", "partial", "sampling", "phases", "scheduling", "failures",
-           "clocks", "moldable", "claims"}
+           "clocks", "gpu", "moldable", "claims"}
 
 
 def ordered(names: list[str]) -> list[str]:
