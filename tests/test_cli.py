@@ -772,3 +772,26 @@ def test_the_numbers_the_readme_quotes_are_what_its_commands_print():
                       text.replace("\n", " "))
     got = json.loads(run(*shlex.split(precision), "--json").stdout)["precision"]
     assert [f"{got['jobs_used'] / 1e6:.1f}", str(got["rounds"]), str(got["replications"])] == list(needs.groups())
+
+
+def test_the_readmes_tour_prints_what_its_text_says():
+    """The five-minute tour at the top of the README: each command as printed (with --json to read it), and
+    what the text beside it says: the (16,8,6) limit of Table I's CTMC, first-fit's gangs of 16 unstable at load
+    0.35 while the one-task jobs are not, every class stable under aging with T = 5."""
+    import shlex
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    tour = readme[readme.index("**A five-minute tour**"):readme.index("**Where each capability lives**")]
+    commands = [line[len("$ barrier-queues "):] for line in tour.splitlines() if line.startswith("$ barrier-queues ")]
+    assert len(commands) == 6
+    results = {}
+    for command in commands:
+        code, out, err = run_here([*shlex.split(command), "--json"])
+        assert code == 0, (command, err[-500:])
+        results[command.split()[0] + (" " + command.split("--scheduling ")[1].split()[0]
+                                      if "--scheduling" in command else "")] = json.loads(out)
+    assert abs(results["stability"]["rho_max"] - 0.7531577761) < 1e-9
+    first_fit = {c["tasks"]: c["stable"] for c in results["simulate first-fit"]["classes"]}
+    assert first_fit == {1: True, 16: False}
+    aging = results["simulate aging"]
+    assert aging["stable"] is True and all(c["stable"] for c in aging["classes"])

@@ -486,7 +486,8 @@ def _print_simulation(out: dict) -> None:
         _print_moldable(out)
         return
     cfg = out["config"]
-    k = cfg["tasks"] if cfg["tasks_pmf"] is None else f"pmf {cfg['tasks_pmf']}"
+    k = cfg["tasks"] if cfg["tasks_pmf"] is None else ", ".join(
+        f"{kk} ({float(p):.3g})" for kk, p in cfg["tasks_pmf"].items()) + " (probability of each k)"
     if cfg.get("workload"):
         k = f"{len(cfg['workload'])} job classes"
     extra = []
