@@ -37,7 +37,7 @@ GROUPS = {
                          "schedulers.sampling", "schedulers.waitlist", "schedulers.waitlist_reference", "inputs",
                          "runs", "backends", "kernels"],
     "Spark": ["spark_bench", "eventlog", "spark_analysis", "spark_failures"],
-    "Real workloads": ["traces", "trace_workload", "replay"],
+    "Real workloads": ["traces", "trace_workload", "replay", "resampling"],
     "Results, figures and outputs": ["results", "figures", "outputs"],
 }
 #: modules without a page: the command line (documented by ``barrier-queues --help`` and the usage chapter)

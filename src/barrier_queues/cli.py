@@ -1254,10 +1254,14 @@ def _replay(args) -> dict:
     trace = read_trace(args.trace, width=args.width)
     if args.by_cluster is not None:
         return _replay_by_cluster(args, trace, edges)
-    if args.shake is not None:
+    if args.shake is not None and args.resample is not None:
+        raise ParameterError("--shake and --resample must not be given together: each makes its own copies of the log")
+    if args.shake is not None or args.resample is not None:
         return _replay_shaken(args, trace)
     if args.shake_by is not None:
         raise ParameterError("--shake-by must come with --shake N (got --shake-by alone)")
+    if args.resample_load is not None:
+        raise ParameterError("--resample-load must come with --resample N (got --resample-load alone)")
     grid = {name: values for name, values in (("servers", args.servers), ("scheduling", args.scheduling),
                                                ("estimates", args.estimates), ("load_scale", args.load_scale))
             if values is not None and len(values) > 1}
@@ -1284,17 +1288,28 @@ def _replay(args) -> dict:
 
 
 def _replay_shaken(args, trace) -> dict:
-    """``replay --shake N``: the grid (or the one replay) on the log and on N shaken copies."""
+    """``replay --shake N`` or ``--resample N``: the grid (or the one replay) on the log and on N shaken or
+    resampled copies."""
     from .replay import shaken_grid
+    from .resampling import resampled_grid
 
     given = [flag for flag, value in (("--jobs-out", args.jobs_out), ("--size-classes", args.size_classes)) if value]
     if given:
-        raise ParameterError(f"--shake reports each point's metrics over the shaken logs: {', '.join(given)} must "
-                             "not be given with it")
+        raise ParameterError(f"--shake and --resample report each point's metrics over the copies: "
+                             f"{', '.join(given)} must not be given with them")
     grid = {name: values for name, values in (("servers", args.servers), ("scheduling", args.scheduling),
                                                ("estimates", args.estimates), ("load_scale", args.load_scale))
             if values is not None}
     failures = _replay_failures(args)
+    if args.resample is not None:
+        if args.shake_by is not None:
+            raise ParameterError("--shake-by must come with --shake N (got it with --resample)")
+        table, info = resampled_grid(trace, grid, args.resample, 1.0 if args.resample_load is None else
+                                     args.resample_load, seed=failures.pop("seed"), tau=args.bsld_tau,
+                                     trim=args.trim, **failures)
+        return {"trace": trace.describe(), "rows": table.to_dict(orient="records"), "shaken": info, "_table": table}
+    if args.resample_load is not None:
+        raise ParameterError("--resample-load must come with --resample N (got it with --shake)")
     table, info = shaken_grid(trace, grid, args.shake, 60.0 if args.shake_by is None else args.shake_by,
                               seed=failures.pop("seed"), tau=args.bsld_tau, trim=args.trim, **failures)
     return {"trace": trace.describe(), "rows": table.to_dict(orient="records"), "shaken": info, "_table": table}
@@ -1398,23 +1413,28 @@ def _print_replay(out: dict) -> None:
 
 
 def _print_shaken(out: dict) -> None:
-    """``replay --shake`` as text: per point the log's metric, its interval over the shaken logs and how often
-    the point keeps its rank; then how often the log's best point stays the best."""
+    """``replay --shake`` (or ``--resample``) as text: per point the log's metric, its interval over the copies
+    and how often the point keeps its rank; then how often the log's best point stays the best."""
     from .replay import SHAKEN_METRICS
 
     info, table = out["shaken"], out["_table"]
-    print(f"shaken            {info['shakes']} copies, each submission moved by U(-{info['by']:g}, {info['by']:g}), "
-          f"seed {info['seed']}; {int(info['level'] * 100)}% t intervals over the copies")
+    if "resamples" in info:
+        print(f"resampled         {info['resamples']} logs of the users' weeks drawn anew, {info['load']:g} x the "
+              f"active users of each week, seed {info['seed']}; {int(info['level'] * 100)}% t intervals over them")
+    else:
+        print(f"shaken            {info['shakes']} copies, each submission moved by U(-{info['by']:g}, "
+              f"{info['by']:g}), seed {info['seed']}; {int(info['level'] * 100)}% t intervals over the copies")
     keys = [c for c in ("servers", "scheduling", "estimates", "load_scale") if table[c].nunique() > 1] or ["scheduling"]
+    word = "resampled" if "resamples" in info else "shaken"
     for m in SHAKEN_METRICS:
         print(f"{m}")
         for _, row in table.iterrows():
             point = ", ".join(f"{k} {row[k]}" for k in keys)
-            print(f"  {point:<34} {row[m]:>12.6g}  shaken [{row[m + '_shaken_low']:.6g}, "
+            print(f"  {point:<34} {row[m]:>12.6g}  {word} [{row[m + '_shaken_low']:.6g}, "
                   f"{row[m + '_shaken_high']:.6g}]; keeps its rank in {row[m + '_rank_kept']:.0%}")
         kept = info["best_kept"][m]
-        print(f"  the log's best point stays the best in {kept:.0%} of the shaken logs"
-              + ("" if kept == 1 else ": a ranking that a shaken log overturns"))
+        print(f"  the log's best point stays the best in {kept:.0%} of the {word} logs"
+              + ("" if kept == 1 else f": a ranking that a {word} log overturns"))
 
 
 def _print_by_cluster(out: dict) -> None:
@@ -1505,6 +1525,12 @@ def _add_replay(sub) -> None:
                          "every metric with its interval over them, and how often each point keeps its rank")
     rp.add_argument("--shake-by", type=_float("shake-by", 0, 1e9, open_low=True), default=None, metavar="S",
                     help="with --shake: the largest move of a submission, in the log's time unit (default 60)")
+    rp.add_argument("--resample", type=_int("resample", 2, 10_000), default=None, metavar="N",
+                    help="also replay N resampled logs (its users' weeks drawn anew, after Zakay and Feitelson; an "
+                         "SWF log's users): every metric with its interval over them")
+    rp.add_argument("--resample-load", type=_float("resample-load", 0, 100, open_low=True), default=None,
+                    metavar="L", help="with --resample: L times the active users of each week (default 1; above 1 "
+                                      "a busier cluster of the same users, not compressed time)")
     rp.add_argument("--json", action="store_true")
     rp.set_defaults(run=_replay, show=_print_replay)
 

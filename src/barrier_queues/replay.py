@@ -425,23 +425,33 @@ def shake(trace: Trace, by: float, rng: np.random.Generator) -> Trace:
 def shaken_grid(trace: Trace, grid: dict, shakes: int, by: float, seed: int = 0, tau: float = BSLD_TAU,
                 trim: bool = False, level: float = 0.95, **options) -> tuple[pd.DataFrame, dict]:
     """A grid of replays (:func:`replay_grid`) on the log and on ``shakes`` shaken copies of it (:func:`shake`,
-    seeds from ``seed``): the log's own rows, each with the mean of :data:`SHAKEN_METRICS` over the shaken
-    logs, a t interval over them and the share of shaken logs in which the point keeps its rank among the
-    points; and per metric the share in which the log's best point stays the best (a ranking that flips on a
-    shaken log is said to). Rigid logs only (a shaken Spark log would move its tasks apart)."""
-    from .statistics import t_interval, within
-
+    seeds from ``seed``): :func:`perturbed_grid`'s table and summary. Rigid logs only (a shaken Spark log would
+    move its tasks apart)."""
     if not trace.rigid:
         raise ParameterError("shaking needs a rigid log (one runtime per job): a log of per-task times is not shaken")
     shakes = check_int("shakes", shakes, low=2, high=10_000, high_name="10,000")
+    by = check_positive("shake_by", by)
+    copies = [shake(trace, by, child) for child in np.random.default_rng(seed).spawn(shakes)]
+    table, info = perturbed_grid(trace, grid, copies, tau=tau, trim=trim, level=level, **options)
+    info.update(shakes=shakes, by=float(by), seed=seed,
+                method="each submission moved by its own U(-by, by), at least 0; t interval over the shaken logs")
+    return table, info
+
+
+def perturbed_grid(trace: Trace, grid: dict, copies: list, tau: float = BSLD_TAU, trim: bool = False,
+                   level: float = 0.95, **options) -> tuple[pd.DataFrame, dict]:
+    """A grid of replays on the log and on perturbed ``copies`` of it (shaken or resampled logs): the log's own
+    rows, each with the mean of :data:`SHAKEN_METRICS` over the copies (columns ``<metric>_shaken``), a t
+    interval over them and the share of copies in which the point keeps its rank among the points; and per
+    metric the share in which the log's best point stays the best (a ranking that flips on a copy is said to)."""
+    from .statistics import t_interval, within
+
     base = replay_grid(trace, grid, tau=tau, trim=trim, **options)
-    rng = np.random.default_rng(seed)
-    runs = [replay_grid(shake(trace, by, child), grid, tau=tau, trim=trim, **options)
-            for child in rng.spawn(shakes)]
+    runs = [replay_grid(copy, grid, tau=tau, trim=trim, **options) for copy in copies]
     table = base.copy()
     kept = {}
     for m in SHAKEN_METRICS:
-        values = np.array([r[m].to_numpy(dtype=float) for r in runs])          # shaken log x point
+        values = np.array([r[m].to_numpy(dtype=float) for r in runs])          # copy x point
         table[f"{m}_shaken"] = values.mean(axis=0)
         bounds = [within(t_interval(values[:, j], level)) for j in range(values.shape[1])]
         table[f"{m}_shaken_low"] = [b[0] for b in bounds]
@@ -451,11 +461,9 @@ def shaken_grid(trace: Trace, grid: dict, shakes: int, by: float, seed: int = 0,
         table[f"{m}_rank_kept"] = (ranks == own).mean(axis=0)
         best = int(np.argmin(base[m].to_numpy()))
         kept[m] = float(np.mean([int(np.argmin(v)) == best for v in values]))
-    info = {"shakes": shakes, "by": float(by), "seed": seed, "level": level, "best_kept": kept,
-            "method": "each submission moved by its own U(-by, by), at least 0; t interval over the shaken logs"}
-    return table, info
+    return table, {"copies": len(copies), "level": level, "best_kept": kept}
 
 
 __all__ = ["BSLD_TAU", "DISCIPLINES", "ESTIMATES", "GRID_OPTIONS", "SHAKEN_METRICS", "ClusterReplay", "ReplayResult",
            "check_estimates", "failure_inputs", "parse_cluster_sizes", "replay", "replay_by_cluster", "replay_grid",
-           "shake", "shaken_grid", "size_classes", "trace_metrics", "trace_system"]
+           "perturbed_grid", "shake", "shaken_grid", "size_classes", "trace_metrics", "trace_system"]

@@ -10,11 +10,11 @@ Readers (:func:`read_trace` picks one by content):
 * **SWF** (Parallel Workloads Archive; plain or gzip): submit = field 2; ``k`` = field 8 (requested
   processors) when positive, else field 5 (allocated) (``width="allocated"``: field 5 first), the rule of
   the simulator behind the published backfilling results; runtime = field 4; estimate = field 9 (requested
-  time), raised to the runtime where smaller; ``s`` = the header's ``MaxProcs``. Jobs with runtime <= 0,
-  ``k`` <= 0, ``k > s`` or submit < 0 are skipped and counted by reason (the archive's "strong filter"
-  removes exactly these).
+  time), raised to the runtime where smaller; user = field 12; ``s`` = the header's ``MaxProcs``. Jobs with
+  runtime <= 0, ``k`` <= 0, ``k > s`` or submit < 0 are skipped and counted by reason (the archive's "strong
+  filter" removes exactly these).
 * **CSV** with a header: ``submit``, ``tasks``, ``runtime`` (or ``task_times``: task times separated by
-  ``;``), optional ``job_id``, ``barrier`` (default true) and ``estimate``.
+  ``;``), optional ``job_id``, ``barrier`` (default true), ``estimate`` and ``user`` (a whole number).
 * **Spark event log** (any format :func:`barrier_queues.eventlog.parse_event_log` reads): each job
   submitted at its ``SparkListenerJobStart``; the launch-to-finish times of its successful tasks (of its
   last stage attempt) are its task times; a barrier stage (its RDD info) makes a barrier job. Failed jobs and
@@ -45,8 +45,9 @@ SWF_FIELDS = 18
 @dataclass
 class Trace:
     """A workload log as jobs. ``jobs``: ``job_id`` (the log's own), ``submit``, ``tasks``, ``runtime`` (the
-    shared time of a rigid job; NaN with per-task times), ``barrier``, ``estimate`` (NaN: none), in
-    submission order (ties in file order). ``task_times``/``task_offsets``: per-task times of non-rigid jobs
+    shared time of a rigid job; NaN with per-task times), ``barrier``, ``estimate`` (NaN: none), and where the
+    log says who submitted it ``user`` (SWF field 12, -1 for none; a CSV's user column), in submission order
+    (ties in file order). ``task_times``/``task_offsets``: per-task times of non-rigid jobs
     (None for a rigid trace). ``servers``: the log's own machine size (SWF ``MaxProcs``), if it says.
     ``skipped``: jobs left out, by reason; ``notes``: what was done to the jobs kept."""
 
@@ -186,7 +187,7 @@ def read_swf(path, width: str = "requested", servers: int | None = None) -> Trac
         notes.append(f"{missing} jobs without a requested time (field 9 <= 0)")
     jobs = pd.DataFrame({"job_id": data[keep, 0].astype(np.int64), "submit": submit[keep],
                          "tasks": k[keep].astype(np.int64), "runtime": runtime[keep], "barrier": True,
-                         "estimate": estimate[keep]})
+                         "estimate": estimate[keep], "user": data[keep, 11].astype(np.int64)})   # (field 12; -1: none)
     return Trace(_in_order(jobs), str(p), "swf", servers, skipped=skipped, notes=notes)
 
 
@@ -225,7 +226,7 @@ def read_trace_csv(path) -> Trace:
         raise ParameterError(f"trace {source} must have columns submit, tasks and runtime or task_times (got "
                              f"{list(table.columns)})")
     unknown = sorted(set(table.columns) - {"job_id", "submit", "tasks", "runtime", "task_times", "barrier",
-                                           "estimate"})
+                                           "estimate", "user"})
     if unknown:
         raise ParameterError(f"trace {source} has unknown columns {unknown}")
     n = len(table)
@@ -243,6 +244,12 @@ def read_trace_csv(path) -> Trace:
     jobs = pd.DataFrame({"job_id": table["job_id"] if "job_id" in table else np.arange(n), "submit": submit,
                          "tasks": tasks.astype(np.int64)})
     jobs["barrier"] = _flags(table["barrier"], source) if "barrier" in table else True
+    if "user" in table:                                  # (who submitted it: resampling draws users' weeks)
+        users = _column(table, "user", source, low=0.0)
+        if (users != np.floor(users)).any():
+            raise ParameterError(f"trace {source} row {int(np.flatnonzero(users != np.floor(users))[0]) + 2}: user "
+                                 "must be a whole number")
+        jobs["user"] = users.astype(np.int64)
     jobs["estimate"] = _column(table, "estimate", source, low=0.0, strict=True) if "estimate" in table \
         else np.nan
     if "task_times" in table and "runtime" in table:
