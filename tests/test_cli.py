@@ -795,3 +795,8 @@ def test_the_readmes_tour_prints_what_its_text_says():
     assert first_fit == {1: True, 16: False}
     aging = results["simulate aging"]
     assert aging["stable"] is True and all(c["stable"] for c in aging["classes"])
+    import barrier_queues as bq
+
+    lo, hi = results["simulate"]["lambda_max_ci"]                  # (the last simulate: gangs of 8 on nodes of 8)
+    assert lo <= 4 * bq.stability_limit(8, 8).lambda_max <= hi and round(bq.stability_limit(32, 8).lambda_max, 2) \
+        == 3.54 and round(4 * bq.stability_limit(8, 8).lambda_max, 2) == 1.47
