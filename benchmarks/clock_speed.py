@@ -22,17 +22,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import shutil
 import statistics
-import subprocess
 import sys
-import time
+from pathlib import Path
 
-#: the command users run: the installed ``barrier-queues`` script beside this Python
-CLI = ([script] if (script := shutil.which("barrier-queues", path=os.path.dirname(sys.executable)))
-       else [sys.executable, "-m", "barrier_queues.cli"])
+sys.path.insert(0, str(Path(__file__).resolve().parent))      # (the sibling script, run or loaded by path)
+from scheduling_speed import CLI, run  # noqa: E402  (the command users run, and one timed run of it)
+
 SYSTEMS = [
     ("k in {2, 16}, s=16, rho=0.3", "-s 16 --tasks-pmf 2:0.8,16:0.2 --utilization 0.3"),
     ("hybrid k=8, p=0.5, s=16, rho=0.5", "-s 16 -k 8 --barrier-fraction 0.5 --utilization 0.5"),
@@ -50,16 +46,6 @@ CLOCKS = [
     ("hold T=2, requeue 1,8", "fcfs", "--scheduling hold --hold-timeout 2 --on-budget requeue --requeue-backoff 1,8"),
     ("aging T=10", "first-fit", "--scheduling aging --aging-after 10"),
 ]
-
-
-def run(cmd: list[str]) -> tuple[float, dict]:
-    """One command, timed from start to exit, and its JSON (or the last line of its error)."""
-    t0 = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    seconds = time.perf_counter() - t0
-    if out.returncode != 0:
-        return seconds, {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "failed"}
-    return seconds, json.loads(out.stdout)
 
 
 def main(argv=None) -> int:

@@ -63,6 +63,23 @@ def test_the_kernel_equals_its_reference_job_by_job(discipline, name, clock):
         assert not kernel["requeues"].any()
 
 
+def _chunked_inputs(system, jobs, seed, size):
+    """The inputs a replication of ``jobs`` jobs draws from ``seed``, chunk by chunk (``size`` jobs each), as
+    one run's arrays, with each chunk's budgets from the clocks' own stream, and the run's jitter seed."""
+    rng = np.random.default_rng(seed)
+    crng = child_stream(rng)
+    jitter = clocks.jitter_seed(crng)             # (a child of crng: the budgets' draws are not moved)
+    parts, done, start = [], 0, 0.0
+    while done < jobs:
+        part = draw_jobs(system, min(size, jobs - done), rng, start_time=start)
+        part["budget"] = clocks.budgets(system, part, crng)
+        parts.append(part)
+        done += part["arrival"].size
+        start = part["arrival"][-1]
+    keys = ("arrival", "tasks", "barrier", "times", "budget")
+    return {key: np.concatenate([p[key] for p in parts]) for key in keys}, jitter
+
+
 @pytest.mark.parametrize("discipline", ("fcfs", "first-fit", "backfill", "aging", "hold"))
 def test_across_chunk_boundaries_a_replication_equals_the_reference_on_its_inputs(discipline):
     """Gangs of 2,048 tasks make chunks of 2,048 jobs: waiting, requeued and returning gangs cross chunk
@@ -75,16 +92,7 @@ def test_across_chunk_boundaries_a_replication_equals_the_reference_on_its_input
     assert size == 2048
     jobs = 5000
     rep = run_replication(system, jobs, np.random.default_rng(5), keep_jobs=True, warmup=0)
-    rng = np.random.default_rng(5)
-    crng = child_stream(rng)
-    parts, done, start = [], 0, 0.0
-    while done < jobs:
-        part = draw_jobs(system, min(size, jobs - done), rng, start_time=start)
-        part["budget"] = clocks.budgets(system, part, crng)
-        parts.append(part)
-        done += part["arrival"].size
-        start = part["arrival"][-1]
-    cat = {key: np.concatenate([p[key] for p in parts]) for key in ("arrival", "tasks", "barrier", "times", "budget")}
+    cat, _ = _chunked_inputs(system, jobs, 5, size)
     ref = simulate_waitlist_reference(cat["arrival"], cat["tasks"], cat["barrier"], cat["times"], 2048, discipline,
                                       release="fixed", clock={**clocks.settings(system), "budgets": cat["budget"]},
                                       aging_after=system.aging_after)
@@ -432,17 +440,7 @@ def test_eviction_order_and_jitter_across_chunk_boundaries_equal_the_reference(d
                requeue_jitter=0.3, **own)
     jobs = 5000
     rep = run_replication(system, jobs, np.random.default_rng(6), keep_jobs=True, warmup=0)
-    rng = np.random.default_rng(6)
-    crng = child_stream(rng)
-    seed = clocks.jitter_seed(crng)
-    parts, done, start = [], 0, 0.0
-    while done < jobs:
-        part = draw_jobs(system, min(2048, jobs - done), rng, start_time=start)
-        part["budget"] = clocks.budgets(system, part, crng)
-        parts.append(part)
-        done += part["arrival"].size
-        start = part["arrival"][-1]
-    cat = {key: np.concatenate([p[key] for p in parts]) for key in ("arrival", "tasks", "barrier", "times", "budget")}
+    cat, seed = _chunked_inputs(system, jobs, 6, 2048)
     ref = simulate_waitlist_reference(cat["arrival"], cat["tasks"], cat["barrier"], cat["times"], 2048, discipline,
                                       release="fixed", clock={**clocks.settings(system), "budgets": cat["budget"],
                                                               "jitter_seed": seed})
