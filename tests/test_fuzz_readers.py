@@ -136,3 +136,108 @@ def test_every_one_character_change_of_a_valid_trace(body, suffix):
     for at in range(len(body)):
         for text in ("", "x", ";", ":", "-", "\n", "9", ","):
             _trace_outcome(_write((body[:at] + text + body[at + 1:]).encode(), suffix))
+
+
+# ------------------------------------------------------------------------------------------------
+# sweep folders: a folder of each kind, one of its files damaged, then the same sweep run on it again
+
+FOLDER_SWEEPS = {
+    "grid": ["sweep", "-s", "8", "-k", "2", "--utilization", "0.3,0.5", "--jobs", "500", "--replications", "2",
+             "--seed", "7"],
+    "trace": ["sweep", "--trace", "{trace}", "--scheduling", "fcfs,first-fit", "--servers", "8,16"],
+    "moldable": ["sweep", "--moldable", "fixed,take-fraction", "-s", "8", "-k", "4", "--requirement", "2",
+                 "--take-fraction", "0.5", "--utilization", "0.3", "--jobs", "500", "--replications", "2",
+                 "--seed", "7"],
+}
+
+
+def _sweep_outcome(args: list[str], folder: Path) -> tuple[int, str, str]:
+    """The command's exit status, standard output (the folder's name replaced) and standard error."""
+    import contextlib
+    import io
+
+    from barrier_queues import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main([*args, "--out", str(folder)])
+        except SystemExit as exit_:
+            code = exit_.code
+    return code, out.getvalue().replace(str(folder), "OUT"), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def sweep_folders(tmp_path_factory):
+    """Each kind's folder as a first run leaves it, and what a second run on it prints."""
+    base = tmp_path_factory.mktemp("folders")
+    trace = base / "t.swf"
+    trace.write_text(GOOD_SWF)
+    made = {}
+    for kind, args in FOLDER_SWEEPS.items():
+        args = [a.replace("{trace}", str(trace)) for a in args]
+        assert _sweep_outcome(args, base / kind)[0] == 0
+        code, printed, _ = _sweep_outcome(args, base / kind)
+        assert code == 0
+        made[kind] = (args, base / kind, printed)
+    return made
+
+
+@settings(max_examples=300, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kind=st.sampled_from(sorted(FOLDER_SWEEPS)), pick=st.integers(0, 99), at=st.floats(0, 1),
+       how=st.sampled_from(["cut", "replace", "insert", "delete", "empty", "remove"]),
+       byte=st.sampled_from(list(b"0123456789.,-e\n\"{}[]: xJ\x00")))
+def test_a_sweep_folder_with_one_file_damaged(sweep_folders, tmp_path_factory, kind, pick, at, how, byte):
+    """Run again on a folder one of whose files was cut, edited, emptied or removed, a sweep prints the same
+    table as on the intact folder (the damaged points computed again: its rows' digests in the manifest catch
+    an edited number) or is refused in one line; never a traceback, never a number the sweep did not compute."""
+    import shutil
+
+    args, base, printed = sweep_folders[kind]
+    folder = tmp_path_factory.mktemp("damaged") / kind
+    shutil.copytree(base, folder)
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != ".lock")
+    path = files[pick % len(files)]
+    data = bytearray(path.read_bytes())
+    i = min(int(at * len(data)), max(len(data) - 1, 0))
+    if how == "remove":
+        path.unlink()
+    else:
+        if how == "cut":
+            data = data[:i]
+        elif how == "replace" and data:
+            data[i] = byte
+        elif how == "insert":
+            data[i:i] = bytes([byte])
+        elif how == "delete" and data:
+            del data[i]
+        elif how == "empty":
+            data = bytearray()
+        path.write_bytes(bytes(data))
+    code, out, err = _sweep_outcome(args, folder)
+    assert code in (0, 2), err
+    if code == 0:
+        assert out == printed
+    else:
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+def test_an_edited_number_of_a_trace_sweep_is_computed_again_and_said(sweep_folders, tmp_path):
+    """The trace folder served a number edited in its table (replays are never recomputed); now the row's
+    digest does not match, the point is replayed and one line says so."""
+    import shutil
+
+    args, base, printed = sweep_folders["trace"]
+    folder = tmp_path / "trace"
+    shutil.copytree(base, folder)
+    table = folder / "results.csv"
+    lines = table.read_text().splitlines(keepends=True)
+    header = lines[0].rstrip("\n").split(",")
+    cells = lines[1].rstrip("\n").split(",")
+    column = header.index("mean_waiting")
+    cells[column] = str(float(cells[column]) + 1.5)
+    table.write_text(lines[0] + ",".join(cells) + "\n" + "".join(lines[2:]))
+    code, out, err = _sweep_outcome(args, folder)
+    assert code == 0 and out == printed
+    assert "1 row(s) of results.csv differ from what this sweep wrote there" in err

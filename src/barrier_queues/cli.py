@@ -45,6 +45,7 @@ import math
 import os
 import re
 import sys
+import warnings
 
 from ._validation import ParameterError
 
@@ -1563,12 +1564,23 @@ MEMORY_HINTS = {"replay": "the log (after decompression) or its per-task times d
                 "bound": "use a smaller system"}
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """The library's notices (a ``UserWarning``) as one line on standard error, named by the command; any other
+    warning as Python shows it."""
+    if issubclass(category, UserWarning) and "barrier_queues" in str(filename):
+        print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
-        out = args.run(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            out = args.run(args)
     except ParameterError as exc:
         parser.exit(2, f"{PROG}: error: {exc}\n")
     except KeyboardInterrupt:

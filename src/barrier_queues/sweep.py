@@ -67,6 +67,7 @@ import os
 import re
 import sys
 import time
+import warnings
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -396,8 +397,8 @@ def _write_point(folder: Path, index: int, point: dict, row: dict, first_round: 
     path = _point_path(folder, key)
     stored = {k: v for k, v in row.items() if k != "point"}          # its place in a grid is not the point's
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"key": key, "params": point, "row": stored, "first_round": first_round,
-                               "inputs": input_digests(point)}, allow_nan=False) + "\n")
+    doc = {"key": key, "params": point, "row": stored, "first_round": first_round, "inputs": input_digests(point)}
+    tmp.write_text(json.dumps({**doc, "digest": _row_digest(doc)}, allow_nan=False) + "\n")
     os.replace(tmp, path)
 
 
@@ -518,8 +519,9 @@ def _open_folder(out, manifest: dict) -> tuple[Path, int]:
                                      f"{len(dropped)} of them not in this grid (for example {_describe(dropped[0])}):"
                                      " a folder's grid may grow or be reordered, never lose points (its table would "
                                      "lose their rows); give those values again, or choose another folder")
+        entropy = _stored_seed(folder, old)
         _write_manifest(folder, {**mine, "seed": old["seed"]})
-        return folder, int(old["seed"])
+        return folder, entropy
     if folder.exists() and (not folder.is_dir() or any(p.name != LOCK for p in folder.iterdir())):
         raise ParameterError(f"out must be a new or empty folder, or one of this sweep's earlier runs "
                              f"({str(folder)!r} holds other files); choose another folder")
@@ -540,6 +542,14 @@ def _read_manifest(folder: Path) -> dict | None:
         raise ParameterError(f"out folder {str(folder)!r} has an unreadable manifest.json; choose another "
                              "folder") from None
 
+
+def _stored_seed(folder: Path, manifest: dict) -> int:
+    """The seed a sweep folder's manifest records (a decimal string of at most 128 bits); refused otherwise."""
+    text = manifest.get("seed")
+    if not (isinstance(text, str) and text.isdecimal() and int(text) < 2**128):
+        raise ParameterError(f"out folder {str(folder)!r} has a manifest.json whose seed is not a number "
+                             f"(got {text!r}); give --seed, or choose another folder")
+    return int(text)
 
 def _write_manifest(folder: Path, manifest: dict) -> None:
     tmp = folder / ".manifest.json.tmp"
@@ -569,18 +579,20 @@ def _finished(folder: Path | None, grid: list[dict], replications: int | None) -
         return {}, {}
     for path in (folder / "points").glob(".*.tmp*"):
         path.unlink(missing_ok=True)               # a write cut by kill or Ctrl-C (we hold the folder's lock)
-    rows, grow = {}, {}
+    rows, grow, damaged = {}, {}, 0
     for i, point in enumerate(grid):
         key = point_key(point)
         path = _point_path(folder, key)
         try:
             stored = json.loads(path.read_text())
             row = stored["row"]
+            if stored.pop("digest") != _row_digest(stored) or not isinstance(row, dict):
+                raise ValueError("edited or damaged")
         except FileNotFoundError:
             row = None
-        except (OSError, ValueError, KeyError, TypeError):
-            path.unlink(missing_ok=True)           # a torn file: the point is computed again
-            row = None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            path.unlink(missing_ok=True)           # damaged since written (writes are atomic): computed again
+            row, damaged = None, damaged + 1
         if row is not None:
             _check_inputs(folder, point, stored.get("inputs"))
         if row is not None and (replications is None or row.get("replications") == replications):
@@ -589,6 +601,9 @@ def _finished(folder: Path | None, grid: list[dict], replications: int | None) -
             meta = _stored_meta(_point_path(folder, key, ".npz"))
             if meta is not None and meta["first_round"] <= replications:
                 grow[i] = str(_point_path(folder, key, ".npz"))
+    if damaged:
+        warnings.warn(f"out folder {str(folder)!r}: {damaged} point file(s) differ from what this sweep wrote "
+                      "there (edited or damaged); those points are computed again", UserWarning, stacklevel=4)
     return rows, grow
 
 
@@ -774,12 +789,58 @@ def _missing(value) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
+def _read_table(path: Path):
+    """A keyed sweep folder's table as written (an empty table when there is none or it cannot be read). A CSV
+    file cut mid-row (its last line has no newline, whatever column the cut fell in: a number cut to its first
+    digits still parses) is read without that row, which is then computed again."""
+    import pandas as pd
+
+    try:
+        if path.suffix == ".csv":
+            raw = path.read_bytes()
+            return pd.read_csv(io.BytesIO(raw[:raw.rfind(b"\n") + 1] if not raw.endswith(b"\n") else raw))
+        return pd.read_parquet(path)
+    except (OSError, ValueError, ImportError):
+        return pd.DataFrame()
+
+
+def _row_digest(row: dict) -> str:
+    """16 hex digits of the SHA-256 of a table row as read back from its file (empty cells as None): the folder's
+    manifest keeps one per row written, so that a row edited or damaged since is computed again, not served."""
+    import hashlib
+
+    text = json.dumps({str(k): _canonical(v) for k, v in row.items()}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _row_point(row: dict, points: list) -> int | None:
+    """The place in ``points`` of the point a table row belongs to: its ``point`` cell, when that names a point
+    whose every value the row repeats; None otherwise (a row cut short, or damaged in its point's values)."""
+    i = row.get("point")
+    try:
+        if not (isinstance(i, int | float | np.number) and float(i).is_integer() and 0 <= i < len(points)):
+            return None
+        point = points[int(i)]
+        return int(i) if all(k in row and _canonical(row[k]) == _canonical(v) for k, v in point.items()) else None
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+def _write_keyed_table(table, folder: Path, fmt: str, manifest: dict, final: bool = True) -> None:
+    """A keyed sweep folder's table, then its manifest with the digest of each row as the table reads back
+    (:func:`_row_digest`); a run stopped between the two leaves rows without their digest, computed again."""
+    _write_table(table, folder, fmt, final=final)
+    target = folder / (f"results.{fmt}" if final else f"results.partial.{fmt}")
+    rows = {}
+    for _, row in _read_table(target).iterrows():
+        rows[str(int(row["point"]))] = _row_digest({k: None if _missing(v) else v for k, v in row.items()})
+    _write_manifest(folder, {**manifest, "rows": rows})
+
+
 def _keyed_folder_rows(folder: Path, manifest: dict, keys: list, loose: tuple = ()) -> dict:
     """The rows a keyed sweep folder (a trace's or moldable jobs') holds, by point key: row ``i`` of its table
     is point ``i`` of its manifest. Refuses a folder of another kind, or whose manifest differs from
     ``manifest`` in an entry outside ``loose`` (a trace's path, say), or whose points this grid (``keys``)
     leaves out. A table that cannot be read, or a row cut short, is computed again."""
-    import pandas as pd
 
     stored = {}
     old = _read_manifest(folder)
@@ -788,7 +849,7 @@ def _keyed_folder_rows(folder: Path, manifest: dict, keys: list, loose: tuple = 
         if old.get("kind") != kind:
             raise ParameterError(f"out folder {str(folder)!r} holds a sweep of {_KINDS.get(old.get('kind'), '?')}, "
                                  f"not of {_KINDS[kind]}; choose another folder")
-        diff = sorted(k for k in (set(manifest) | set(old)) - {"format", "points"}
+        diff = sorted(k for k in (set(manifest) | set(old)) - {"format", "points", "rows"}
                       if k not in loose and old.get(k) != manifest.get(k))
         if diff:
             raise ParameterError(f"out folder {str(folder)!r} holds a sweep of other settings (differing: "
@@ -802,24 +863,20 @@ def _keyed_folder_rows(folder: Path, manifest: dict, keys: list, loose: tuple = 
         table_path = folder / f"results.{old.get('format', 'csv')}"
         if not table_path.exists():                         # an interrupted run's partial table
             table_path = folder / f"results.partial.{old.get('format', 'csv')}"
-        try:
-            if table_path.suffix == ".csv":
-                raw = table_path.read_bytes()
-                # a file cut mid-row: its last line has no newline, whatever column the cut fell in (a number
-                # cut to its first digits still parses): that row is computed again
-                done = pd.read_csv(io.BytesIO(raw[:raw.rfind(b"\n") + 1] if not raw.endswith(b"\n") else raw))
-            else:
-                done = pd.read_parquet(table_path)
-        except (OSError, ValueError, ImportError):
-            done = pd.DataFrame()                           # none yet, or torn: those points are computed again
-        for _, row in done.iterrows():
-            i = row.get("point")                            # (a row cut short before it has none)
-            if not (pd.notna(i) and float(i).is_integer() and 0 <= i < len(points)):
+        written, changed = old.get("rows") or {}, 0
+        for _, row in _read_table(table_path).iterrows():
+            row = {k: None if _missing(v) else v for k, v in row.items()}
+            i = _row_point(row, points)                     # (a row cut short before it has none)
+            if i is None:
                 continue
-            point = points[int(i)]
-            if all(k in row and _canonical(row[k]) == _canonical(v) for k, v in point.items()):
-                stored[json.dumps(_canonical(point), sort_keys=True)] = {
-                    **{k: None if _missing(v) else v for k, v in row.items()}, "point": int(i)}
+            if not isinstance(written, dict) or written.get(str(i)) != _row_digest(row):
+                changed += 1                                # edited or damaged since written: computed again
+                continue
+            stored[json.dumps(_canonical(points[i]), sort_keys=True)] = {**row, "point": i}
+        if changed:
+            warnings.warn(f"out folder {str(folder)!r}: {changed} row(s) of {table_path.name} differ from what "
+                          "this sweep wrote there (edited or damaged); they are computed again", UserWarning,
+                          stacklevel=3)
     elif folder.exists() and any(p.name != LOCK for p in folder.iterdir()):
         raise ParameterError(f"out must be a new or empty folder, or one of this sweep's earlier runs "
                              f"({str(folder)!r} holds other files); choose another folder")
@@ -882,10 +939,9 @@ def trace_sweep(trace_path, grid: dict, out, fmt: str = "csv", tau: float | None
             row = stored.get(key)
             if row is None:
                 row = replay_grid(trace, point, tau=tau, trim=trim, **failures).iloc[0].to_dict()
-            rows.append({**row, "point": i})
+            rows.append({**row, **point, "point": i})     # (the grid's values as given: 1.0, not a stored 1)
         table = pd.DataFrame(rows)
-        _write_table(table, folder, fmt)
-        _write_manifest(folder, {**manifest, "format": fmt, "points": points})
+        _write_keyed_table(table, folder, fmt, {**manifest, "format": fmt, "points": points})
         return table
     finally:
         _release_lock(lock)
@@ -1021,11 +1077,13 @@ def moldable_sweep(grid: dict, out, jobs: int = 20_000, replications: int = 10, 
     try:
         old = _read_manifest(folder)
         if seed is None:                 # the folder's seed, or fresh entropy
-            seed = int(old["seed"]) if old and old.get("kind") == "moldable" else np.random.SeedSequence().entropy
+            seed = (_stored_seed(folder, old) if old and old.get("kind") == "moldable"
+                    else np.random.SeedSequence().entropy)
         manifest = {"kind": "moldable", "jobs": jobs, "replications": replications, "seed": str(seed),
                     "inputs": inputs, "version": __version__}
         stored = _keyed_folder_rows(folder, manifest, keys)
-        _write_manifest(folder, {**manifest, "format": fmt, "points": points})
+        manifest = {**manifest, "format": fmt, "points": points}
+        _write_manifest(folder, manifest)               # (no row digests: the old table's points are renumbered)
         rows = {i: stored[key] for i, key in enumerate(keys) if key in stored}
 
         columns = ([n for n in MOLDABLE_GRID if any(n in p for p in points) and n != "utilization"]
@@ -1035,17 +1093,17 @@ def moldable_sweep(grid: dict, out, jobs: int = 20_000, replications: int = 10, 
                    + ["stable", "reason", "jobs", "replications", "warmup_jobs", "point"])
 
         def table():
-            return pd.DataFrame([{**rows[i], "point": i} for i in sorted(rows)], columns=columns)
+            return pd.DataFrame([{**rows[i], **points[i], "point": i} for i in sorted(rows)], columns=columns)
 
         last = time.monotonic()
         for i, point in enumerate(points):
             if i not in rows:
                 rows[i] = _moldable_row(point, *loads[i], jobs, replications, point_seed(seed, point))
                 if time.monotonic() - last > 2:
-                    _write_table(table(), folder, fmt, final=False)
+                    _write_keyed_table(table(), folder, fmt, manifest, final=False)
                     last = time.monotonic()
         done = table()
-        _write_table(done, folder, fmt)
+        _write_keyed_table(done, folder, fmt, manifest)
         return done
     finally:
         _release_lock(lock)
