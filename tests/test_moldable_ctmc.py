@@ -206,3 +206,32 @@ def test_the_readme_limits_are_the_chapters():
     text = " ".join((root / "README.md").read_text().split())
     assert f"gives up about {round(100 * (1 - patience))} % at `s = k = 16`" in text
     assert f"2 barriers about {round(100 * (1 - greedy))} %" in text
+
+
+@pytest.mark.parametrize("policy, extra", POLICIES)
+@pytest.mark.parametrize("barriers", [1, 2])
+def test_the_state_count_from_the_first_level_is_the_built_chains(policy, extra, barriers):
+    """The count that refuses a chain too large before building it, n_0 + q_max n_1 from the chain at limit 1,
+    equals the states of the chains built at limits 1, 3 and 16; past a bound it says so (the bound + 1)."""
+    from barrier_queues import moldable_ctmc as mc
+
+    chain = mc._checked_chain(5, 4, 0.3, policy, extra.get("take_fraction"), extra.get("patience_wait"),
+                              barriers, 1.0, extra.get("requirement"))
+    for q_max in (1, 3, 16):
+        built = mc._explore([(0, 0, ())], lambda x, q=q_max: ((rate, (a, b, c), 0.0) for rate, a, b, c, _ in
+                                                              chain.events(*x, q)), 10**6, "")[0]
+        assert mc._states_at(chain, q_max, 10**6) == len(built)
+        assert mc._states_at(chain, q_max, len(built) - 1) == len(built)     # the bound + 1
+
+
+def test_a_chain_too_large_is_refused_before_it_is_built(monkeypatch):
+    """16 workers and 16 tasks: refused from the first level's states, before the first truncation is built
+    (which took 12 s before it passed the bound)."""
+    from barrier_queues import moldable_ctmc as mc
+
+    def never(*args, **kwargs):
+        raise AssertionError("the chain was built")
+
+    monkeypatch.setattr(mc, "_solve", never)
+    with pytest.raises(ParameterError, match="too large at any load"):
+        moldable_ctmc(16, 16, 0.05, "take-fraction", take_fraction=0.5, max_states=20_000)

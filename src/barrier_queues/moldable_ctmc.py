@@ -243,6 +243,25 @@ def _solve(chain: _Chain, q_max: int, max_states: int) -> dict:
             "states": n, "top": float(pi[q == q_max].sum())}
 
 
+def _states_at(chain: _Chain, q_max: int, max_states: int) -> int:
+    """The chain's number of states at queue limit ``q_max`` from the chain at limit 1, without building it;
+    more than ``max_states`` as soon as that is known. Every level ``q >= 1`` holds the same service states,
+    because the decision walk reads the head and the workers, never ``q``: the count is ``n_0 + q_max n_1``,
+    with ``n_q`` the states at level ``q`` of the chain at limit 1 (tested against the built chains). The walk
+    stops once ``n_0 + q_max n_1`` passes ``max_states`` with the states found so far, so a chain too large at
+    any load is refused after a fraction of the time its first truncation would take to build."""
+    seen = {(0, 0, ())}
+    order, levels = [(0, 0, ())], [1, 0]
+    for state in order:                                  # breadth first, as _explore (the list grows)
+        for _, q, r, jobs, _ in chain.events(*state, 1):
+            if (q, r, jobs) not in seen:
+                seen.add((q, r, jobs))
+                order.append((q, r, jobs))
+                levels[q] += 1
+                if levels[0] + q_max * levels[1] > max_states:
+                    return max_states + 1
+    return levels[0] + q_max * levels[1]
+
 def _checked_chain(servers, tasks, arrival_rate, policy, take_fraction, patience_wait, barriers, task_rate,
                    requirement) -> _Chain:
     """The chain of a small moldable system, its arguments checked once for both entry points."""
@@ -278,15 +297,18 @@ def moldable_ctmc(servers: int, tasks: int, arrival_rate: float, policy: str, ta
         raise ParameterError(f"arrival_rate must be below the work-conserving limit s mu / k = {s * mu / k:g} "
                              f"(got {lam:g}): the system is unstable and has no stationary means")
     q_max = check_int("q_max", q_max, low=1, high=1_000_000)
+    too_large = (f"the exact chain of this system has more than max_states = {max_states:,} states already at "
+                 f"the first queue limit {q_max}: it is too large at any load (fewer servers or tasks, or simulate "
+                 "it)")
+    if _states_at(chain, q_max, max_states) > max_states:
+        raise ParameterError(too_large)
     previous, change = None, math.inf
     while True:
         try:
             out = _solve(chain, q_max, max_states)
         except ParameterError as error:
             if previous is None:                # the first truncation alone is too large: a size, not a load, limit
-                raise ParameterError(f"the exact chain of this system has more than max_states = {max_states:,} "
-                                     f"states already at the first queue limit {q_max}: it is too large at any "
-                                     "load (fewer servers or tasks, or simulate it)") from None
+                raise ParameterError(too_large) from None
             raise ParameterError(f"{error} (the means still changed by {change:.1e} between the last two queue "
                                  "limits: is the system stable at this load?)") from None
         if previous is not None:

@@ -858,7 +858,8 @@ def _keyed_folder_rows(folder: Path, manifest: dict, keys: list, loose: tuple = 
         dropped = [p for p in points if json.dumps(_canonical(p), sort_keys=True) not in keys]
         if dropped:
             raise ParameterError(f"out folder {str(folder)!r} holds {len(points)} points, "
-                                 f"{len(dropped)} of them not in this grid (for example {dropped[0]}): give "
+                                 f"{len(dropped)} of them not in this grid (for example "
+                                 f"{_describe(dropped[0]) if isinstance(dropped[0], dict) else dropped[0]}): give "
                                  "those values again, or choose another folder")
         table_path = folder / f"results.{old.get('format', 'csv')}"
         if not table_path.exists():                         # an interrupted run's partial table
@@ -1009,7 +1010,7 @@ def _moldable_load(point: dict, jobs: int) -> tuple[float, float]:
     from ._validation import check_positive
     from .moldable import _checked_system, utilization_per_rate
 
-    where = f" (point {point})"
+    where = f" (point {_describe(point)})"
     try:
         law = _checked_system(point["servers"], point["tasks"], point["moldable"], point.get("take_fraction"),
                               point.get("patience_wait"), point.get("requirement"), point.get("barriers", 1),
