@@ -1,7 +1,7 @@
-"""The benchmark scripts the README prints run and print their tables: short variants (a few thousand jobs, one
-run each, the CTMC's quick systems), checked for a row per system and rule, no error row, and the identities a
-table shows (fcfs is 1.00x itself; with one k the three rules give the same mean waiting). No test asserts a
-time: the numbers are the machine's."""
+"""The benchmark scripts of the Benchmarks page (book/reference/benchmarks.md) run and print their tables: short
+variants (a few thousand jobs, one run each, the CTMC's quick systems), checked for a row per system and rule, no
+error row, and the identities a table shows (fcfs is 1.00x itself; with one k the three rules give the same mean
+waiting). No test asserts a time: the numbers are the machine's."""
 
 import importlib.util
 import subprocess
@@ -133,14 +133,14 @@ def test_the_moldable_peer_benchmark_refuses_what_it_cannot_run(tmp_path):
     assert r.returncode == 2 and "--runs must be at least 2" in r.stderr
 
 
-def test_the_readme_forkulator_table_is_the_recorded_run():
-    """The README's moldable table beside forkulator prints data/peers/forkulator_moldable.json, row for row, and
-    its verdict column follows from the numbers (means within the combined half-widths)."""
+def test_the_forkulator_table_is_the_recorded_run():
+    """The Benchmarks page's moldable table beside forkulator prints data/peers/forkulator_moldable.json, row for
+    row, and its verdict column follows from the numbers (means within the combined half-widths)."""
     import json
     import math
 
     record = json.loads((ROOT / "data" / "peers" / "forkulator_moldable.json").read_text())
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "book" / "reference" / "benchmarks-rules.md").read_text()
     for r in record["rows"]:
         line = (f"| {r['policy']} | `{r['forkulator']}` | {r['load']:g} | {r['forkulator_sojourn']:.4g} ± "
                 f"{r['forkulator_sojourn_half']:.2g} | {r['ours_sojourn']:.4g} ± {r['ours_sojourn_half']:.2g} | "

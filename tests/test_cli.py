@@ -455,7 +455,8 @@ def _documented_commands() -> list[tuple[str, str]]:
     pattern = re.compile(r"(?:\.venv/bin/)?barrier-queues ((?:stability|simulate|sweep|bound|plan-phases|plan|"
                          r"spark-bench|spark-analyze|replay) [^`\n#|]*)")
     found = []
-    for path in [root / "README.md", root / "data" / "README.md", *sorted((root / "book").glob("*.md"))]:
+    for path in [root / "README.md", root / "data" / "README.md", *sorted((root / "book").glob("*.md")),
+                 *sorted((root / "book" / "reference").glob("*.md"))]:
         for match in pattern.finditer(path.read_text().replace("\\\n", " ")):
             command = match.group(1).strip()
             if "..." in command or " -" not in command or "{" in command:
@@ -749,14 +750,14 @@ def test_a_huge_run_is_refused_at_once_and_a_long_one_says_so_first():
     assert first.startswith("barrier-queues: this run draws 1e+09 task times; it takes a while")
 
 
-def test_the_numbers_the_readme_quotes_are_what_its_commands_print():
-    """The README's quoted results, run as printed: the output shown under the stability example (every number,
+def test_the_numbers_the_manual_quotes_are_what_its_commands_print():
+    """The manual's quoted results, run as printed: the output shown under the stability example (every number,
     exactly), the knee example's limits ("the same options to stability": rho_max and its useful part, to the
     digits quoted) and the jobs, rounds and replications the precision example needs."""
     import re
     import shlex
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[1] / "book" / "reference" / "manual.md").read_text()
     block = re.search(r"^\$ barrier-queues (stability [^\n]*--json)\n((?:[^$`][^\n]*\n)+)", text, re.M)
     quoted = dict(re.findall(r'"(\w+)": (-?[\d.]+(?:e-?\d+)?)', block.group(2)))
     printed = json.loads(run(*shlex.split(block.group(1))).stdout)

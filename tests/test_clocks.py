@@ -333,8 +333,8 @@ def test_the_overload_limit_of_a_hold_that_never_times_out_is_fifos_exact_limit(
         overload_limit(S(servers=16, tasks_pmf={2: 0.5, 16: 0.5}, scheduling="first-fit"), jobs=20_000, seed=1)
 
 
-def test_the_readmes_first_clock_command_prints_what_the_readme_says():
-    """The README: under first-fit with runtime:2 budgets and three requeues, about a quarter of the k = 16
+def test_the_manuals_first_clock_command_prints_what_the_manual_says():
+    """The manual: under first-fit with runtime:2 budgets and three requeues, about a quarter of the k = 16
     gangs are lost (tolerance fixed before the run: 20-30 %, around the 25.1 % [23.4, 26.7] of two replications
     of 50,000 jobs) and fewer than 1 % of the k = 2 and k = 8 gangs."""
     import json
@@ -342,7 +342,7 @@ def test_the_readmes_first_clock_command_prints_what_the_readme_says():
     import subprocess
     import sys
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "book" / "reference" / "manual.md").read_text()
     line = next(x for x in readme.splitlines() if "--wait-budget runtime:2 --on-budget requeue" in x)
     args = shlex.split(line.removeprefix("$ barrier-queues "))
     out = subprocess.run([sys.executable, "-m", "barrier_queues.cli", *args, "--json"], capture_output=True, text=True,

@@ -490,8 +490,8 @@ def test_plan_gang_prefers_a_middle_k():
     assert out["best_k"] in (2, 4) and sojourn[out["best_k"]] < min(sojourn[1], sojourn[8])
 
 
-def test_the_failure_commands_printed_in_the_readme_and_the_chapter_run_as_printed():
-    """Each `simulate` line with --failure-rate in README.md and book/failures.md runs and exits 0 (one printed
+def test_the_failure_commands_printed_in_the_manual_and_the_chapter_run_as_printed():
+    """Each `simulate` line with --failure-rate in the manual and book/failures.md runs and exits 0 (one printed
     example was once above its stability limit and refused)."""
     import shlex
     import subprocess
@@ -500,7 +500,7 @@ def test_the_failure_commands_printed_in_the_readme_and_the_chapter_run_as_print
 
     root = Path(__file__).resolve().parents[1]
     lines = [line.strip().lstrip("$ ").split("barrier-queues ", 1)[1]
-             for f in ("README.md", "book/failures.md") for line in (root / f).read_text().splitlines()
+             for f in ("book/reference/manual.md", "book/failures.md") for line in (root / f).read_text().splitlines()
              if "barrier-queues simulate" in line and "--failure-rate" in line]
     assert len(lines) >= 4
     for line in lines:

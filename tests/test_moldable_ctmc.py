@@ -121,15 +121,15 @@ def test_the_record_beside_forkulators_approximation_is_current():
             assert exact.mean_execution == pytest.approx(row["exact"]["mean_execution"], rel=1e-6)
 
 
-def test_the_readme_table_and_sentence_follow_from_the_record():
+def test_the_benchmark_table_and_sentence_follow_from_the_record():
     import json
     import re
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
     record = json.loads((root / "data" / "peers" / "forkulator_ctmc.json").read_text())
-    readme = (root / "README.md").read_text()
-    section = readme[readme.index("### The exact chain of a small system"):]
+    readme = (root / "book" / "reference" / "benchmarks-rules.md").read_text()
+    section = readme[readme.index("## The exact chain of a small moldable system"):]
     section = section[:section.index("\n## ")]
     rows = [line.split("|")[1:-1] for line in section.splitlines() if re.match(r"\| \d", line)]
     mine = [r for r in record["rows"] if r["take_fraction"] == 0.5]
@@ -191,8 +191,8 @@ def test_a_saturated_moldable_run_on_the_command_line():
     assert r.returncode == 2 and "--moldable must not be combined with --arrival-rate" in r.stderr
 
 
-def test_the_readme_limits_are_the_chapters():
-    """The README's 'gives up about 9 %' and 'about 70 %' are the moldable chapter's saturated limits
+def test_the_manuals_limits_are_the_chapters():
+    """The manual's 'gives up about 9 %' and 'about 70 %' are the moldable chapter's saturated limits
     (results/moldable_limits.csv) at s = k = 16, rounded."""
     from pathlib import Path
 
@@ -203,7 +203,7 @@ def test_the_readme_limits_are_the_chapters():
     col = "rho_max simulated, s = k = 16"
     patience = limits[(limits.policy == "patience (min)") & (limits.barriers == 1)][col].iloc[0]
     greedy = limits[(limits.policy == "take-fraction 1") & (limits.barriers == 2)][col].iloc[0]
-    text = " ".join((root / "README.md").read_text().split())
+    text = " ".join((root / "book" / "reference" / "manual.md").read_text().split())
     assert f"gives up about {round(100 * (1 - patience))} % at `s = k = 16`" in text
     assert f"2 barriers about {round(100 * (1 - greedy))} %" in text
 

@@ -147,12 +147,12 @@ def test_a_grid_on_shaken_logs_gives_intervals_and_rank_agreement():
 
 @pytest.mark.skipif(TRACES is None or not (TRACES / "KTH-SP2.swf.gz").is_file(),
                     reason="the logs' folder (BARRIER_QUEUES_TRACES; make sets it) is not here")
-def test_the_readmes_shaken_replay_says_what_the_readme_says():
-    """README: on KTH-SP2 at load scale 1.2 with ten shaken copies, first-fit stays the worst on every copy by
+def test_the_manuals_shaken_replay_says_what_the_manual_says():
+    """The manual: on KTH-SP2 at load scale 1.2 with ten shaken copies, first-fit stays the worst on every copy by
     mean waiting, and the log's best by mean waiting is not the best on every copy."""
     import shlex
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "book" / "reference" / "manual.md").read_text()
     line = next(x for x in readme.splitlines() if "--shake 10" in x)
     args = shlex.split(line.removeprefix("$ barrier-queues "))
     args[1] = str(TRACES / args[1])

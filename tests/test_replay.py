@@ -407,12 +407,12 @@ def test_failures_on_the_command_line(tmp_path):
         assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
-def test_the_readme_pyss_tables_are_the_record():
-    """The README's tables beside pyss print data/peers/pyss.json (benchmarks/replay_peer.py): the speed table's
-    KTH-SP2 rows and the job-by-job table of every log, cell for cell; the record's starts add up."""
+def test_the_pyss_tables_are_the_record():
+    """The Benchmarks page's tables beside pyss print data/peers/pyss.json (benchmarks/replay_peer.py): the speed
+    table's KTH-SP2 rows and the job-by-job table of every log, cell for cell; the record's starts add up."""
     root = Path(__file__).resolve().parents[1]
     record = json.loads((root / "data" / "peers" / "pyss.json").read_text())
-    readme = (root / "README.md").read_text()
+    readme = (root / "book" / "reference" / "benchmarks.md").read_text()
     rows = {(r["log"].split(".swf")[0], r["pyss"]): r for r in record["rows"]}
     for r in record["rows"]:
         assert r["same_start"] + r["explained_by_event_order"] + r["unexplained"] == r["jobs"]

@@ -434,7 +434,7 @@ def trace_folder(folder=None) -> Path:
     path = Path(chosen)
     if not path.is_dir():
         raise ParameterError(f"the workload logs' folder {str(path)!r} does not exist: download the logs from the "
-                             "Parallel Workloads Archive (see the README) or point TRACES at them")
+                             "Parallel Workloads Archive (the manual's section Real workloads) or point TRACES at them")
     return path
 
 
