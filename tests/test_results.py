@@ -264,3 +264,49 @@ def test_a_long_list_of_findings_folds_its_lines_under_the_verdicts():
     assert head.startswith(f"**{FOLD_FINDINGS + 1} statements checked** (13 agree):")
     assert "Fig. 12 (*agrees*)." in head and "we find" not in head
     assert rest.count("\n* ") == FOLD_FINDINGS + 1 and rest.rstrip().endswith("</details>")
+
+
+def test_fig1s_job_labels_are_readable_at_the_columns_width():
+    """Fig. 1's job numbers showed about 6 px tall in the book: every label now shows at least
+    figures.MIN_TEXT_PX at the text column's width, and sits inside its bar (narrow bars go unlabelled)."""
+    import matplotlib.pyplot as plt
+
+    import barrier_queues as bq
+    from barrier_queues import figures
+
+    panels = []
+    for barriers in (1, 2):
+        system = bq.BarrierSystem(servers=8, tasks=3, arrival_rate=0.8, barriers=barriers)
+        task_table, job_table = bq.trace(system, jobs=8, seed=3)
+        panels.append((f"{barriers}", task_table, job_table, barriers))
+    fig = figures.fig1_schedules(panels, 8)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    scale = min(1.0, figures.COLUMN_PX / (fig.get_tightbbox(renderer).width * figures.INLINE_DPI))
+    texts = [t for ax in fig.axes for t in ax.texts]
+    assert texts
+    for text in texts:
+        assert text.get_fontsize() * figures.INLINE_DPI / 72 * scale >= figures.MIN_TEXT_PX
+    for ax in fig.axes:
+        bars = [p.get_paths()[0].get_extents() for p in ax.collections if len(p.get_paths())]
+        for text in ax.texts:
+            box = text.get_window_extent(renderer).transformed(ax.transData.inverted())
+            assert any(b.x0 <= box.x0 and box.x1 <= b.x1 for b in bars), text.get_text()
+    plt.close(fig)
+
+
+def test_a_claims_tolerance_must_say_where_it_comes_from(tmp_path):
+    """A claim row may carry a tolerance (the bound a verdict reads a number against, and its source); an empty
+    one is refused, and a given one reaches the chapter's claims file."""
+    import json
+
+    import pytest
+
+    from barrier_queues import ParameterError, results
+
+    row = {"result": "r", "claim": "c", "test": "t", "reproduced": "1.0", "verdict": "agrees"}
+    with pytest.raises(ParameterError, match="tolerance"):
+        results.record_claims("x", [{**row, "tolerance": " "}], folder=tmp_path)
+    results.record_claims("x", [{**row, "tolerance": "ours: 10 %"}, row], folder=tmp_path)
+    saved = json.loads((tmp_path / "claims-x.json").read_text())["claims"]
+    assert saved[0]["tolerance"] == "ours: 10 %" and "tolerance" not in saved[1]

@@ -73,6 +73,12 @@ def _overlay(ax, x, est, ci, color, label, marker="o"):
                 label=label, zorder=5)
 
 
+#: Fig. 1's width (inches) and its job labels (points): at the text column's width (:data:`COLUMN_PX`) the labels
+#: show about 10 px tall; a bar shorter than FIG1_LABEL_SHARE of the time axis is left unlabelled (its colour says
+#: its job), so that no label spills over its neighbours
+FIG1_WIDTH, FIG1_LABEL_PT, FIG1_LABEL_SHARE = 9.0, 9, 0.03
+
+
 def fig1_schedules(panels: list, servers: int) -> plt.Figure:
     """Fig. 1: the same jobs scheduled with 0, 1 and 2 barriers.
 
@@ -81,8 +87,9 @@ def fig1_schedules(panels: list, servers: int) -> plt.Figure:
     bar on its worker's row, coloured by job; with 2 barriers the time a worker
     is held after its task until the job departs is hatched.
     """
-    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 2.0 + 1.1 * len(panels) * servers / 4),
+    fig, axes = plt.subplots(len(panels), 1, figsize=(FIG1_WIDTH, 2.0 + 1.1 * len(panels) * servers / 4),
                              sharex=True)
+    span = max(float(max(p[1].end.max(), p[2].departure.max())) for p in panels)
     n_jobs = max(int(p[2].job.max()) + 1 for p in panels)
     colors = sns.color_palette("tab10", n_colors=max(n_jobs, 3))
     for ax, (title, tasks, jobs, barriers) in zip(np.atleast_1d(axes), panels, strict=True):
@@ -90,8 +97,9 @@ def fig1_schedules(panels: list, servers: int) -> plt.Figure:
             c = colors[row.job % len(colors)]
             ax.broken_barh([(row.start, row.end - row.start)], (row.worker - 0.4, 0.8), color=c,
                            edgecolor="black", lw=0.5)
-            ax.text((row.start + row.end) / 2, row.worker, str(row.job + 1), ha="center",
-                    va="center", fontsize=8)
+            if row.end - row.start >= FIG1_LABEL_SHARE * span:     # a label only where it fits in its bar
+                ax.text((row.start + row.end) / 2, row.worker, str(row.job + 1), ha="center",
+                        va="center", fontsize=FIG1_LABEL_PT)
             dep = jobs.departure[row.job]
             if barriers == 2 and jobs.barrier[row.job] and dep > row.end:
                 ax.broken_barh([(row.end, dep - row.end)], (row.worker - 0.4, 0.8), facecolor="none",

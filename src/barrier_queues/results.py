@@ -330,7 +330,8 @@ def record_claims(chapter: str, claims: list[dict], folder=DEFAULT_FOLDER, chose
     paper's own statement holds), ``"differs"``, ``"partly"`` (holds for some
     of the settings tested, the note says which), ``"identity"`` (true by
     construction: reported, not a reproduction) or ``"not measured"``;
-    optionally a ``note``. ``chosen``: ``{"result", "parameters", "why"}``
+    optionally a ``note`` and a ``tolerance`` (where a verdict reads a number against a bound we chose: the
+    bound and where it comes from). ``chosen``: ``{"result", "parameters", "why"}``
     for each result whose parameters the seed text lost.
     Returns the :class:`Provenance` of the claims table (shown under it).
     """
@@ -340,6 +341,8 @@ def record_claims(chapter: str, claims: list[dict], folder=DEFAULT_FOLDER, chose
             raise ParameterError(f"claims must each have {sorted(need)} (missing {sorted(need - set(c))})")
         if c["verdict"] not in VERDICTS:
             raise ParameterError(f"verdict must be one of {', '.join(VERDICTS)} (got {c['verdict']!r})")
+        if "tolerance" in c and not (isinstance(c["tolerance"], str) and c["tolerance"].strip()):
+            raise ParameterError(f"a claim's tolerance must say where it comes from (got {c['tolerance']!r})")
     for c in chosen or []:
         if not {"result", "parameters", "why"} <= set(c):
             raise ParameterError("chosen parameters must each have result, parameters and why")
