@@ -19,9 +19,14 @@ fit (the same gangs fit either way: only which node holds the remainder differs)
 without nodes: a job fits when ``k`` workers are free and takes the lowest free ones, job by job as without the
 option (tested).
 
-Nodes are simulated under the disciplines that start a job when it fits (fcfs, first-fit, sjf, sjf-first-fit);
-backfill's reservation (when will the head *fit*, not just find ``k`` free workers) and the hold are not
-modelled with nodes, and are refused.
+Nodes are simulated under every discipline of the waiting list but the hold: fcfs, first-fit, sjf and
+sjf-first-fit start a job when it fits; server-filling starts its prefix's jobs in decreasing k while they fit;
+EASY backfilling (and aging's reservation) reserves the head's start at the first release time at which the
+head *fits on nodes* (every release up to it counted, those of one instant together), and lets a later job that
+fits now start if it ends by then, or if the head still fits then on the workers that job leaves (a job that
+outlasts the reservation takes its workers out of the head's count; which nodes the head will use is not
+fixed, as a reservation of workers, not of named nodes). The hold (a head holding idle workers until it has
+``k``) is not modelled with nodes, and is refused.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from __future__ import annotations
 from ._validation import ParameterError, check_int
 
 #: the disciplines simulated with nodes
-DISCIPLINES = ("fcfs", "first-fit", "sjf", "sjf-first-fit")
+DISCIPLINES = ("fcfs", "first-fit", "backfill", "server-filling", "aging", "sjf", "sjf-first-fit")
 
 
 def validate(system, set_) -> None:
@@ -45,8 +50,8 @@ def validate(system, set_) -> None:
                              "form whole nodes")
     if system.scheduling not in DISCIPLINES:
         raise ParameterError(f"node_size is simulated under {', '.join(DISCIPLINES)} (got scheduling "
-                             f"{system.scheduling!r}): a reservation or a hold would need to know when the head "
-                             "fits on nodes, not just when k workers are free")
+                             f"{system.scheduling!r}): a hold would need to say which node's workers the head "
+                             "holds")
     for name, value, ok in (("placement", system.placement, "central"), ("failure_rate", system.failure_rate, None),
                             ("overhead", system.overhead, None)):
         if value != ok:

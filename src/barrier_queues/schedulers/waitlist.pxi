@@ -111,6 +111,17 @@ cdef struct Failures:
     int64_t n_abort                           # entries
 
 
+cdef struct TimeWorker:                      # a pending release: its time and the worker it frees
+    double t
+    int64_t w
+
+
+cdef int _compare_tw(const void* a, const void* b) noexcept nogil:
+    cdef double x = (<const TimeWorker*> a).t
+    cdef double y = (<const TimeWorker*> b).t
+    return (x > y) - (x < y)
+
+
 cdef struct Wait:
     # the window's jobs (per job, in arrival order; read-only inputs, then results written in place)
     const double* arrival                     # arrival time
@@ -152,6 +163,9 @@ cdef struct Wait:
     int64_t nodes                             # s / G
     int64_t* node_free                        # per node: its free workers
     unsigned char* wfree                      # per worker: free
+    int64_t* nshadow                          # backfill with nodes: per node, its free workers at the head's start
+    int64_t* nuse                             # backfill with nodes: per node, the workers one job would take
+    TimeWorker* ndrel                         # backfill with nodes: the pending releases, sorted by time
     double* run                               # scratch: one job's per-task hold times (its service)
     double* scratch                           # scratch: one job's release times, before they are added
     int64_t* taken                            # scratch: the workers one job takes
@@ -207,25 +221,50 @@ cdef inline void _ifree_push(Wait* q, int64_t w) noexcept nogil:
         q.n_free += 1
 
 
-cdef bint _nd_fits(Wait* q, int64_t k) noexcept nogil:
-    """Whether a job of k tasks fits: k free workers, and with nodes the rule of barrier_queues.nodes (w = k // G
-    whole free nodes, and for r = k mod G one other node with r free)."""
-    cdef int64_t g, whole, rest, full = 0
+cdef bint _nd_fits_on(const int64_t* counts, int64_t nodes, int64_t G, int64_t k) noexcept nogil:
+    """Whether a job of k tasks fits on nodes of G workers with ``counts`` free each (barrier_queues.nodes: w = k
+    // G whole free nodes, and for r = k mod G one other node with r free)."""
+    cdef int64_t g, whole = k // G, rest = k - (k // G) * G, full = 0, total = 0
     cdef bint partial = False
+    for g in range(nodes):
+        total += counts[g]
+        if counts[g] == G:
+            full += 1
+        elif counts[g] >= rest:
+            partial = True
+    if k > total:
+        return False
+    if rest == 0:
+        return full >= whole
+    return full > whole or (full == whole and partial)
+
+
+cdef bint _nd_fits(Wait* q, int64_t k) noexcept nogil:
+    """Whether a job of k tasks fits: k free workers, and with nodes the rule of barrier_queues.nodes."""
     if k > q.n_free:
         return False
     if not q.G:
         return True
-    whole = k // q.G
-    rest = k - whole * q.G
+    return _nd_fits_on(q.node_free, q.nodes, q.G, k)
+
+
+cdef void _nd_plan(Wait* q, int64_t k, int64_t* use) noexcept nogil:
+    """Per node, the workers a job of k tasks that fits would take now (``_nd_take``'s choice, nothing taken):
+    the lowest whole free nodes, then the best-fit node for the remainder."""
+    cdef int64_t g, whole = k // q.G, rest = k - (k // q.G) * q.G, best = -1
     for g in range(q.nodes):
+        use[g] = 0
+    for g in range(q.nodes):
+        if whole == 0:
+            break
         if q.node_free[g] == q.G:
-            full += 1
-        elif q.node_free[g] >= rest:
-            partial = True
-    if rest == 0:
-        return full >= whole
-    return full > whole or (full == whole and partial)
+            use[g] = q.G
+            whole -= 1
+    if rest:
+        for g in range(q.nodes):
+            if use[g] == 0 and q.node_free[g] >= rest and (best < 0 or q.node_free[g] < q.node_free[best]):
+                best = g
+        use[best] = rest
 
 
 cdef void _nd_take(Wait* q, int64_t k, int64_t* out) noexcept nogil:
@@ -911,6 +950,63 @@ cdef void _wl_backfill(Wait* q, double now, const Service* sv) noexcept nogil:
                 spare -= 1
 
 
+cdef bint _nd_left_fits(Wait* q, int64_t k, int64_t kh) noexcept nogil:
+    """Backfill with nodes: whether the head (kh tasks) still fits at its start on the workers left when a job of
+    k tasks that outlasts it takes its workers now; if so, those workers are counted out of the head's."""
+    cdef int64_t g
+    _nd_plan(q, k, q.nuse)
+    for g in range(q.nodes):
+        q.nuse[g] = q.nshadow[g] - q.nuse[g]
+    if not _nd_fits_on(q.nuse, q.nodes, q.G, kh):
+        return False
+    for g in range(q.nodes):
+        q.nshadow[g] = q.nuse[g]
+    return True
+
+
+cdef void _wl_backfill_nodes(Wait* q, double now, const Service* sv) noexcept nogil:
+    """EASY backfilling on nodes (barrier_queues.nodes; book Appendix B.4): the head's start t_H is the first
+    pending release time at which, with every release up to it, the head fits by the nodes' rule; then, in
+    arrival order, each later job that fits now starts if it ends by t_H, or if the head still fits at t_H on
+    the workers it leaves (those then leave the head's count). One walk of the waiting list per decision:
+    O(waiting jobs x nodes), as the reference."""
+    cdef int64_t head = _wl_fcfs(q, now, sv)
+    cdef int64_t i, g, j, nj, kh, n
+    cdef double t, t_h = INFINITY
+    if head < 0 or not q.barrier[head] or q.n_free == 0:
+        return
+    kh = q.k[head]
+    n = q.rs.n
+    for i in range(n):
+        q.ndrel[i].t = q.rs.time[i]
+        q.ndrel[i].w = q.rs.worker[i]
+    if n > 1:
+        qsort(q.ndrel, n, sizeof(TimeWorker), _compare_tw)
+    for g in range(q.nodes):
+        q.nshadow[g] = q.node_free[g]
+    i = 0
+    while i < n:
+        t = q.ndrel[i].t
+        while i < n and q.ndrel[i].t == t:        # (the releases of one instant together)
+            q.nshadow[q.ndrel[i].w // q.G] += 1
+            i += 1
+        if _nd_fits_on(q.nshadow, q.nodes, q.G, kh):
+            t_h = t
+            break
+    j = q.nxt[head]
+    while j >= 0 and q.n_free > 0:
+        nj = q.nxt[j]
+        if q.barrier[j]:
+            if _nd_fits(q, q.k[j]) and (now + q.bkey[j] <= t_h or _nd_left_fits(q, q.k[j], kh)):
+                _wl_start_job(q, j, now, sv)
+        else:
+            while q.n_free > 0 and _wl_ready(q, j):
+                if not (now + q.bkey[j] <= t_h or _nd_left_fits(q, 1, kh)):
+                    break
+                _wl_start_task(q, j, now)
+        j = nj
+
+
 cdef void _wl_server_filling(Wait* q, double now, const Service* sv) noexcept nogil:
     """The shortest prefix whose k sum to at least s, started in decreasing k (ties in arrival order) while
     they fit; every k a power of two, so the prefix's jobs of one k are that class's first ones."""
@@ -935,7 +1031,7 @@ cdef void _wl_server_filling(Wait* q, double now, const Service* sv) noexcept no
             h = q.chead[c]
             if h >= 0 and h <= last and (best < 0 or q.k[h] > q.k[best] or (q.k[h] == q.k[best] and h < best)):
                 best = h
-        if best < 0 or q.k[best] > q.n_free:
+        if best < 0 or not _nd_fits(q, q.k[best]):
             return
         _wl_start_job(q, best, now, sv)
 
@@ -1004,7 +1100,10 @@ cdef void _wl_decide(Wait* q, double now, const Service* sv, int64_t discipline)
     elif discipline == C_FIRST_FIT:
         _wl_first_fit(q, now, sv)
     elif discipline == C_BACKFILL:
-        _wl_backfill(q, now, sv)
+        if q.G:
+            _wl_backfill_nodes(q, now, sv)
+        else:
+            _wl_backfill(q, now, sv)
     elif discipline == C_SERVER_FILLING:
         _wl_server_filling(q, now, sv)
     elif discipline == C_SJF or discipline == C_SJF_FIRST_FIT:
@@ -1014,7 +1113,10 @@ cdef void _wl_decide(Wait* q, double now, const Service* sv, int64_t discipline)
         _gc_hold(q, now)
     elif discipline == C_AGING:                   # (gang clocks: Volcano's sla-waiting-time)
         if q.head >= 0 and now - q.arrival[q.head] >= q.aging:
-            _wl_backfill(q, now, sv)              # the oldest job has waited T: it is EASY's head
+            if q.G:                               # the oldest job has waited T: it is EASY's head
+                _wl_backfill_nodes(q, now, sv)
+            else:
+                _wl_backfill(q, now, sv)
         else:
             _wl_first_fit(q, now, sv)             # (no job has: the oldest is the head of the list)
     # (no other code reaches here: run_waitlist refuses it before any event)
@@ -1282,11 +1384,9 @@ cdef class WaitlistState:
         self.hold_mark = 0.0
         self.stormed = False
         self.node_size = node_size
-        if node_size and (rigid or fail or event_overhead or sorted_releases or servers % node_size
-                          or not (discipline == C_FCFS or discipline == C_FIRST_FIT or discipline == C_SJF
-                                  or discipline == C_SJF_FIRST_FIT)):
-            raise ValueError("WaitlistState: nodes run under fcfs, first-fit and sjf, with worker ids (the release "
-                             "heap), without rigid jobs, failures or Spark's offers, on whole nodes")
+        if node_size and (rigid or fail or event_overhead or servers % node_size or discipline == C_HOLD):
+            raise ValueError("WaitlistState: nodes run under every discipline but hold, with worker ids (the "
+                             "release heap), without rigid jobs, failures or Spark's offers, on whole nodes")
         self.node_free = np.full(servers // node_size if node_size else 0, node_size, dtype=np.int64)
         self.wfree = np.ones(servers if node_size else 0, dtype=np.uint8)
 
@@ -1536,6 +1636,8 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
     q.nodes = node_free.shape[0]
     q.node_free = &node_free[0] if q.G else NULL
     q.wfree = &wfree[0] if q.G else NULL
+    q.nshadow = q.nuse = NULL
+    q.ndrel = NULL
     q.rigid = st.rigid
     q.batch = discipline == C_SERVER_FILLING      # (its choice among jobs arrived at one instant needs them all)
     q.pred = NULL
@@ -1620,6 +1722,22 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
         q.btree = btree
         q.bkey = btree + total_tree               # (set when a job joins the waiting jobs)
         q.bt_min = backfill_list_max
+    cdef int64_t* node_buf = NULL
+    if q.G and q.srt:                             # backfill on nodes: the head's nodes and the sorted releases
+        node_buf = <int64_t*> malloc((2 * q.nodes + 1) * sizeof(int64_t))
+        q.ndrel = <TimeWorker*> malloc((s + 1) * sizeof(TimeWorker))
+        if node_buf == NULL or q.ndrel == NULL:
+            free(links)
+            free(buffers)
+            free(bint_buf)
+            free(btree)
+            free(groups)
+            free(q.skey)
+            free(node_buf)
+            free(q.ndrel)
+            raise MemoryError("the waiting-list kernel could not allocate its buffers")
+        q.nshadow = node_buf
+        q.nuse = node_buf + q.nodes
     with nogil:
         _run_waitlist(&q, nw, pos, next_first_arrival, &sv, discipline)
     st.stormed = q.g.fired > q.g.max_fired        # (the caller refuses the run)
@@ -1641,6 +1759,8 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
     free(btree)
     free(groups)
     free(q.skey)
+    free(node_buf)
+    free(q.ndrel)
 
 
 def compact_runs(double[::1] values, const int64_t[::1] starts, const int64_t[::1] sizes):

@@ -419,6 +419,9 @@ class _Waitlist:
                     self.start_task(j, now)
 
     def backfill(self, now):
+        if self.node_size is not None:
+            self.backfill_nodes(now)
+            return
         head = self.fcfs(now)
         if head is None or not self.barrier[head] or not self.free:
             return
@@ -453,6 +456,54 @@ class _Waitlist:
                     else:
                         break
 
+    def backfill_nodes(self, now):
+        """EASY on nodes: the head's start t_H is the first release time at which, with every release up to it
+        (those of one instant together), the head fits by the nodes' rule; then, in arrival order, a later job
+        that fits now starts if it ends by t_H, or if the head still fits at t_H on the workers it leaves (which
+        then leave the head's). Sets of worker ids, as the module's other rules (the kernel counts per node)."""
+        head = self.fcfs(now)
+        if head is None or not self.barrier[head] or not self.free:
+            return
+        g, s, kh = self.node_size, self.servers, self.tasks[head]
+        shadow, t_h = set(self.free), math.inf
+        ordered = sorted(self.releases)
+        i = 0
+        while i < len(ordered):
+            t = ordered[i][0]
+            while i < len(ordered) and ordered[i][0] == t:
+                shadow.add(ordered[i][1])
+                i += 1
+            if nodes.fits(shadow, g, s, kh):
+                t_h = t
+                break
+        if self.reservations is not None:
+            self.reservations.append((head, t_h))
+
+        def outlasts_ok(k):
+            """Whether the head fits at t_H without the workers a job of k tasks takes now (then they are out)."""
+            nonlocal shadow
+            left = shadow - set(nodes.place(self.free, g, s, k))
+            if not nodes.fits(left, g, s, kh):
+                return False
+            shadow = left
+            return True
+
+        for j in list(self.waiting[self.waiting.index(head) + 1:]):
+            if not self.free:
+                return
+            if self.barrier[j]:
+                k = self.tasks[j]
+                if not self.fits(k):
+                    continue
+                cut, _, _, occupied = self.run_of(j)
+                if now + (cut if self.two_barrier else max(occupied)) <= t_h or outlasts_ok(k):
+                    self.start_job(j, now)
+            else:
+                while self.free and self.ready(j):
+                    if not (now + self.next_hold(j) <= t_h or outlasts_ok(1)):
+                        break
+                    self.start_task(j, now)
+
     def aging(self, now):
         """First-fit until the oldest waiting job (the list's first) has waited ``aging_after``; from then on
         backfill, that job EASY's head."""
@@ -485,7 +536,7 @@ class _Waitlist:
             if total_k >= self.servers:
                 break
         for j in sorted(prefix, key=lambda j: (-self.tasks[j], j)):
-            if self.tasks[j] > len(self.free):
+            if not self.fits(self.tasks[j]):
                 return
             self.start_job(j, now)
 
