@@ -50,11 +50,21 @@ def test_the_load_factor_multiplies_the_expected_work():
         assert lo <= load <= hi, (load, lo, hi)
 
 
-def test_logs_without_users_are_refused_and_the_seed_repeats_a_copy():
+def test_a_log_without_users_is_resampled_by_weeks_and_the_seed_repeats_a_copy():
+    """Without users a block is a week of the whole log: at load 1 each week with jobs gets one week of the log,
+    whole (its jobs at their offsets), an empty week stays empty; the note says so."""
     log = _log()
     no_users = Trace(log.jobs.drop(columns="user"), "synthetic", "csv", servers=32)
-    with pytest.raises(bq.ParameterError, match="has no users"):
-        resample(no_users, np.random.default_rng(1))
+    copy = resample(no_users, np.random.default_rng(1))
+    week = 7 * 86400.0
+    start = float(no_users.jobs.submit.min())
+    weeks = {int(w): g for w, g in no_users.jobs.groupby(np.floor((no_users.jobs.submit - start) / week))}
+    got = {int(w): g for w, g in copy.jobs.groupby(np.floor((copy.jobs.submit - start) / week))}
+    assert set(got) <= set(weeks)
+    for w, g in got.items():                       # each week of the copy is one whole week of the log
+        offsets = sorted(((g.submit - start) % week).round(6))
+        assert any(offsets == sorted(((h.submit - start) % week).round(6)) for h in weeks.values()), w
+    assert "resampled by weeks" in copy.notes[-1]
     a = resample(log, np.random.default_rng(5), 1.2)
     b = resample(log, np.random.default_rng(5), 1.2)
     assert a.jobs.equals(b.jobs)

@@ -1528,7 +1528,8 @@ def _add_replay(sub) -> None:
                     help="with --shake: the largest move of a submission, in the log's time unit (default 60)")
     rp.add_argument("--resample", type=_int("resample", 2, 10_000), default=None, metavar="N",
                     help="also replay N resampled logs (its users' weeks drawn anew, after Zakay and Feitelson; an "
-                         "SWF log's users): every metric with its interval over them")
+                         "SWF log's users; a log naming no users, as Philly's: its weeks): every metric with its "
+                         "interval over them")
     rp.add_argument("--resample-load", type=_float("resample-load", 0, 100, open_low=True), default=None,
                     metavar="L", help="with --resample: L times the active users of each week (default 1; above 1 "
                                       "a busier cluster of the same users, not compressed time)")

@@ -14,7 +14,13 @@ compressing time (``load_scale``), which shortens the gaps between one user's de
 This is our simplification of Zakay and Feitelson's method, stated here: they tell long-term users (whose
 activity continues from week to week) from temporary ones, keep each long-term user's continuity, and pace
 submissions by the feedback of the simulated system; we draw every block independently and keep the
-submission times of the log. Logs without users (the Philly extract) cannot be resampled and are refused.
+submission times of the log.
+
+A log without users (the Philly extract) is resampled by **weeks**: its jobs count as one user's, so a block is
+one week of the whole log; each week of the log that has jobs gets ``L`` blocks (rounded at random as above),
+drawn with replacement from the log's weeks with jobs, and an empty week stays empty. At ``L = 1`` that is the
+log's weeks in a new order, with repeats (a moving-block bootstrap with blocks of a week); above 1, weeks laid
+over each other.
 """
 
 from __future__ import annotations
@@ -32,16 +38,15 @@ WEEK = 7 * 86400.0
 def resample(trace: Trace, rng: np.random.Generator, load: float = 1.0, week: float = WEEK) -> Trace:
     """A resampled copy of ``trace`` (module docstring): the log's weeks, each with ``load`` times its active
     users' count of blocks drawn from the whole log."""
-    if "user" not in trace.jobs or (trace.jobs.user < 0).all():
-        raise ParameterError(f"trace {trace.source!r} has no users: resampling draws users' weeks (an SWF log's "
-                             "field 12, or a CSV's user column)")
     load = check_positive("resample_load", load)
     week = check_positive("resample_week", week)
     jobs = trace.jobs
+    by_user = "user" in jobs and bool((jobs.user >= 0).any())
+    users = jobs.user.to_numpy() if by_user else np.zeros(len(jobs), dtype=np.int64)   # (no users: whole weeks)
     start = float(jobs.submit.min())
     slot = np.floor((jobs.submit.to_numpy() - start) / week).astype(np.int64)
     offset = jobs.submit.to_numpy() - start - slot * week
-    keys = pd.MultiIndex.from_arrays([jobs.user.to_numpy(), slot])
+    keys = pd.MultiIndex.from_arrays([users, slot])
     codes, uniques = pd.factorize(keys)
     members = pd.Series(np.arange(len(jobs))).groupby(codes).apply(np.asarray).to_list()   # block -> its jobs
     weeks = int(slot.max()) + 1
@@ -61,7 +66,8 @@ def resample(trace: Trace, rng: np.random.Generator, load: float = 1.0, week: fl
     new["submit"] = np.concatenate(submits)
     new["job_id"] = np.arange(len(new), dtype=np.int64)
     new = new.iloc[np.argsort(new.submit.to_numpy(), kind="stable")].reset_index(drop=True)
-    note = f"resampled: users' weeks drawn anew, {load:g} times the active users of each week"
+    note = (f"resampled: users' weeks drawn anew, {load:g} times the active users of each week" if by_user else
+            f"resampled by weeks (the log names no users): {load:g} weeks of the log drawn for each week with jobs")
     return Trace(new, trace.source, trace.format, servers=trace.servers, task_times=None,
                  skipped=dict(trace.skipped), notes=[*trace.notes, note])
 
@@ -78,9 +84,11 @@ def resampled_grid(trace: Trace, grid: dict, copies: int, load: float = 1.0, see
     copies = check_int("resamples", copies, low=2, high=10_000, high_name="10,000")
     logs = [resample(trace, child, load) for child in np.random.default_rng(seed).spawn(copies)]
     table, info = perturbed_grid(trace, grid, logs, **options)
+    by_user = "user" in trace.jobs and bool((trace.jobs.user >= 0).any())
     info.update(resamples=copies, load=float(load), seed=seed,
-                method="users' weeks drawn with replacement, load x the active users of each week; t interval "
-                       "over the resampled logs")
+                method=("users' weeks drawn with replacement, load x the active users of each week" if by_user else
+                        "the log's weeks drawn with replacement (it names no users), load weeks per week with jobs")
+                + "; t interval over the resampled logs")
     return table, info
 
 

@@ -29,7 +29,7 @@ import gzip
 import io
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +49,8 @@ class Trace:
     log says who submitted it ``user`` (SWF field 12, -1 for none; a CSV's user column), in submission order
     (ties in file order). ``task_times``/``task_offsets``: per-task times of non-rigid jobs
     (None for a rigid trace). ``servers``: the log's own machine size (SWF ``MaxProcs``), if it says.
-    ``skipped``: jobs left out, by reason; ``notes``: what was done to the jobs kept."""
+    ``skipped``: jobs left out, by reason; ``notes``: what was done to the jobs kept. ``origin``: for a log of
+    wall-clock times (Philly's), the time its submit 0 stands for (``YYYY-MM-DD HH:MM:SS``; see :func:`window`)."""
 
     jobs: pd.DataFrame
     source: str
@@ -59,6 +60,7 @@ class Trace:
     task_offsets: np.ndarray | None = None
     skipped: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    origin: str | None = None
 
     @property
     def rigid(self) -> bool:
@@ -320,7 +322,33 @@ def read_philly(path) -> Trace:
                          "cluster": table["cluster"].to_numpy()})
     return Trace(_in_order(jobs), str(p), "philly",
                  notes=[f"submit times in seconds since the first submission, {first:%Y-%m-%d %H:%M:%S}",
-                        "a job's runtime is its duration; the log has no requested times"])
+                        "a job's runtime is its duration; the log has no requested times"],
+                 origin=f"{first:%Y-%m-%d %H:%M:%S}")
+
+
+def window(trace: Trace, start: str, end: str) -> Trace:
+    """The jobs of a log of wall-clock times (its ``origin``) submitted from ``start`` to ``end`` (both
+    ``YYYY-MM-DD HH:MM:SS``, both included), their submit times counted from ``start``: the window a study
+    replayed (the Helios study's of the Philly log: 2017-10-01 00:00:00 to 2017-11-30 23:59:00). Jobs running
+    at ``start`` that were submitted before it are not in the window (as in that study's own cut)."""
+    if trace.origin is None or not trace.rigid:
+        raise ParameterError(f"trace {trace.source!r} has no wall-clock origin: a window needs a log of dates "
+                             "(the Philly log)")
+    bounds = []
+    for name, text in (("start", start), ("end", end)):
+        stamp = pd.to_datetime(text, format="%Y-%m-%d %H:%M:%S", errors="coerce")
+        if pd.isna(stamp):
+            raise ParameterError(f"{name} must be YYYY-MM-DD HH:MM:SS (got {text!r})")
+        bounds.append((stamp - pd.Timestamp(trace.origin)).total_seconds())
+    lo, hi = bounds
+    if hi <= lo:
+        raise ParameterError(f"end must be after start (got {start!r} to {end!r})")
+    kept = trace.jobs[(trace.jobs.submit >= lo) & (trace.jobs.submit <= hi)].reset_index(drop=True)
+    if kept.empty:
+        raise ParameterError(f"trace {trace.source!r} has no job submitted from {start} to {end}")
+    kept = kept.assign(submit=kept.submit - lo)
+    return replace(trace, jobs=kept, origin=start, source=f"{trace.source} from {start} to {end}",
+                   notes=[*trace.notes, f"the jobs submitted from {start} to {end}, submit times from {start}"])
 
 
 def _column(table: pd.DataFrame, name: str, source: str, low: float, strict: bool = False) -> np.ndarray:
@@ -517,4 +545,4 @@ def _read_trace(path, width: str, servers: int | None) -> Trace:
 
 
 __all__ = ["PHILLY_COLUMNS", "TRACES_ENV", "WIDTHS", "Trace", "locate_trace", "read_philly", "read_swf", "read_trace",
-           "read_trace_csv", "trace_folder", "trace_from_event_log"]
+           "read_trace_csv", "trace_folder", "trace_from_event_log", "window"]
