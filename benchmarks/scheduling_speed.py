@@ -44,7 +44,7 @@ import sys
 import time
 
 #: the command users run: the installed ``barrier-queues`` script beside this Python (``python -m
-#: barrier_queues.cli`` if it is missing, which also compiles cli.py on every start, about 10 ms)
+#: barrier_queues.cli`` if it is missing)
 CLI = ([script] if (script := shutil.which("barrier-queues", path=os.path.dirname(sys.executable)))
        else [sys.executable, "-m", "barrier_queues.cli"])
 DISCIPLINES = ("fcfs", "first-fit", "backfill")

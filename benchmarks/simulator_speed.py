@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 
 #: the command users run: the installed ``barrier-queues`` script beside this Python (``python -m
-#: barrier_queues.cli`` if it is missing, which also compiles cli.py on every start, about 10 ms)
+#: barrier_queues.cli`` if it is missing)
 CLI = ([script] if (script := shutil.which("barrier-queues", path=os.path.dirname(sys.executable)))
        else [sys.executable, "-m", "barrier_queues.cli"])
 #: (name, our CLI options, forkulator options or None): the paper's kinds of system, s from 12 to 32

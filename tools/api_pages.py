@@ -40,7 +40,8 @@ GROUPS = {
     "Real workloads": ["traces", "trace_workload", "replay", "resampling"],
     "Results, figures and outputs": ["results", "figures", "outputs"],
 }
-#: modules without a page: the command line (documented by ``barrier-queues --help`` and the usage chapter)
+#: modules without a page: the command line and its modules by command (documented by ``barrier-queues --help``,
+#: the usage chapter and the manual)
 SKIP = {"cli"}
 
 
@@ -49,7 +50,7 @@ def modules() -> list[str]:
 
     names = [m.name.removeprefix("barrier_queues.")
              for m in pkgutil.walk_packages(barrier_queues.__path__, "barrier_queues.")]
-    return sorted(n for n in names if not any(p.startswith("_") for p in n.split(".")) and n not in SKIP)
+    return sorted(n for n in names if not any(p.startswith("_") for p in n.split(".")) and n.split(".")[0] not in SKIP)
 
 
 def summary(name: str) -> str:

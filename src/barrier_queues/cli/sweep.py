@@ -1,0 +1,170 @@
+"""``barrier-queues sweep``: grids of drawn systems, of a trace's replays and of moldable jobs
+(:mod:`barrier_queues.cli`)."""
+
+from __future__ import annotations
+
+from .._validation import ParameterError
+from .options import (
+    COMMAND_HELP,
+    _add_system_options,
+    _choice,
+    _float,
+    _list,
+    _moldable_options,
+    _run_options,
+    _system_options,
+)
+from .replay import REPLAY_FIELDS, _located_trace, _seed_needs_failures
+
+
+def _sweep(args) -> dict:
+    from ..backends import resolve
+    from ..sweep import grid_from_options, sweep
+
+    if args.trace is not None:
+        args.trace = _located_trace(args.trace)
+        return _trace_sweep(args)
+    if args.moldable is not None:
+        return _moldable_sweep(args)
+    for flag, value in (("--take-fraction", args.take_fraction), ("--patience-wait", args.patience_wait),
+                        ("--requirement", args.requirement)):
+        if value is not None:
+            raise ParameterError(f"{flag} must come with --moldable (got {flag} without it)")
+    for flag, value in (("--estimates", args.estimates), ("--load-scale", args.load_scale),
+                        ("--bsld-tau", args.bsld_tau), ("--trim", args.trim or None)):
+        if value is not None:
+            raise ParameterError(f"{flag} must come with --trace (got {flag} without a trace): it sets how a "
+                                 "trace is replayed")
+    where = resolve(args.backend, args.master)            # (the SWEEP_BACKEND setting, checked, when not given)
+
+    options = {dest: getattr(args, dest) for _, (dest, _, _) in _system_options().items()
+               if getattr(args, dest) is not None}
+    if "servers" not in options:
+        raise ParameterError("--servers must be given (an integer >= 1, or a comma-separated list)")
+    grid = grid_from_options(options)
+    table = sweep(grid, args.out, jobs=args.jobs, replications=args.replications, seed=args.seed,
+                  warmup=args.warmup, backend=where, master=None, workers=args.workers,
+                  fmt=args.format, allow_unstable=args.allow_unstable, progress=False if args.json else None,
+                  precision=args.precision, absolute_precision=args.precision_abs, budget=args.budget)
+    return {"out": args.out, "points": int(len(table)), "backend": where.name,
+            "rows": table.to_dict(orient="records") if args.json else None, "_table": table}
+
+
+def _refused_run_flags(args, kept=()) -> list[str]:
+    """The sweep's run options given away from their defaults, outside ``kept``."""
+    return [flag for flag, value, default in (("--jobs", args.jobs, 100_000),
+                                              ("--replications", args.replications, 1),
+                                              ("--warmup", args.warmup, None), ("--workers", args.workers, None),
+                                              ("--allow-unstable", args.allow_unstable, False),
+                                              ("--precision", args.precision, None),
+                                              ("--precision-abs", args.precision_abs, None),
+                                              ("--budget", args.budget, None), ("--backend", args.backend, None),
+                                              ("--master", args.master, None))
+            if value != default and flag not in kept]
+
+
+def _moldable_sweep(args) -> dict:
+    from ..sweep import MOLDABLE_GRID, moldable_sweep
+
+    # the system options a moldable sweep takes are its grid's (and --task-rate, read as an exponential law)
+    given = [flag for flag, (dest, _, _) in _system_options().items()
+             if getattr(args, dest) is not None and dest not in (*MOLDABLE_GRID, "task_rate")]
+    given += _refused_run_flags(args, kept=("--jobs", "--replications"))
+    given += [flag for flag, value in (("--estimates", args.estimates), ("--load-scale", args.load_scale),
+                                       ("--bsld-tau", args.bsld_tau), ("--trim", args.trim or None))
+              if value is not None]
+    if given:
+        raise ParameterError(f"--moldable must not be combined with {', '.join(given)} in a sweep (it varies "
+                             "--servers, --tasks, --barriers, the policies' options and the load)")
+    if args.task_dist is not None and args.task_rate is not None:
+        raise ParameterError("give at most one of --task-rate and --task-dist (got both)")
+    if args.task_rate is not None and len(args.task_rate) > 1:
+        raise ParameterError(f"--task-rate must be one value with --moldable (got {args.task_rate}); --task-dist "
+                             "names any law")
+    law = args.task_dist if args.task_dist is not None else (
+        None if args.task_rate is None else f"exponential:rate={args.task_rate[0]!r}")
+    grid = {"servers": args.servers, "tasks": args.tasks, "barriers": args.barriers, "task_dist": law,
+            "arrival": args.arrival, "moldable": args.moldable, "take_fraction": args.take_fraction,
+            "patience_wait": args.patience_wait, "requirement": args.requirement, "arrival_rate": args.arrival_rate,
+            "utilization": args.utilization}
+    table = moldable_sweep({k: v for k, v in grid.items() if v is not None}, args.out, jobs=args.jobs,
+                           replications=args.replications, seed=args.seed, fmt=args.format)
+    return {"out": args.out, "points": int(len(table)), "backend": "local",
+            "rows": table.to_dict(orient="records") if args.json else None, "_table": table}
+
+
+def _trace_sweep(args) -> dict:
+    from ..sweep import trace_sweep
+
+    # the system options a trace sweep takes are the fields a replay reads (the trace sets everything else)
+    given = [flag for flag, (dest, _, _) in _system_options().items()
+             if getattr(args, dest) is not None and dest not in REPLAY_FIELDS]
+    given += _refused_run_flags(args)
+    given += [flag for flag, value in (("--moldable", args.moldable), ("--take-fraction", args.take_fraction),
+                                       ("--patience-wait", args.patience_wait), ("--requirement", args.requirement))
+              if value is not None]
+    if given:
+        raise ParameterError(f"--trace takes its workload from the trace: {', '.join(given)} must not be given with "
+                             "it (a trace sweep varies --servers, --scheduling, --estimates and --load-scale)")
+    from ..replay import GRID_OPTIONS
+
+    failures = {}                                   # every other field a replay reads: one value for all points
+    for name in REPLAY_FIELDS:
+        value = getattr(args, name)
+        if name in GRID_OPTIONS or value is None:
+            continue
+        if isinstance(value, list) and len(value) > 1:
+            raise ParameterError(f"--{name.replace('_', '-')} must be one value with --trace (got {value}): a trace "
+                                 "sweep varies --servers, --scheduling, --estimates and --load-scale")
+        failures[name] = value[0] if isinstance(value, list) else value
+    _seed_needs_failures(failures.get("failure_rate"), args.seed, failures.get("wait_budget"))
+    grid = {"servers": args.servers, "scheduling": args.scheduling, "estimates": args.estimates,
+            "load_scale": args.load_scale}
+    table = trace_sweep(args.trace, {k: v for k, v in grid.items() if v is not None}, args.out, fmt=args.format,
+                        tau=args.bsld_tau, trim=args.trim, seed=args.seed or 0, **failures)
+    return {"out": args.out, "points": int(len(table)), "backend": "local",
+            "rows": table.to_dict(orient="records") if args.json else None, "_table": table}
+
+
+def _print_sweep(out: dict) -> None:
+    table = out["_table"]
+    if "moldable" in table.columns:                 # a moldable sweep: its policies, and empty means unstable
+        cols = [c for c in ("point", "servers", "tasks", "barriers", "moldable", "take_fraction", "patience_wait",
+                            "requirement", "utilization", "mean_waiting", "mean_sojourn", "mean_workers", "stable")
+                if c in table.columns]
+        print(table[cols].astype(object).where(table[cols].notna(), "-").to_string(index=False))
+        print(f"{out['points']} points in {out['out']}")
+        return
+    cols = [c for c in ("point", "servers", "tasks", "scheduling", "estimates", "load_scale", "wait_budget",
+                        "on_budget", "arrival_rate", "utilization", "mean_waiting", "mean_sojourn",
+                        "mean_bounded_slowdown", "sojourn_q0.99", "lost_share", "requeues_per_job", "stable")
+            if c in table.columns]
+    print(table[cols].to_string(index=False))
+    print(f"{out['points']} points in {out['out']} ({out['backend']} backend)")
+
+
+def _add_sweep(sub) -> None:
+    sw = sub.add_parser("sweep", help=COMMAND_HELP["sweep"],
+                        description="One row per grid point: the options of simulate, numeric ones may be lists.")
+    _add_system_options(sw, lists=True)
+    _run_options(sw)
+    sw.add_argument("--out", required=True, help="folder for the results (resumable: rerun to complete it, or "
+                    "with more values or replications to extend it; only what is new is computed)")
+    sw.add_argument("--format", default="csv", type=_choice("format", ("csv", "parquet")))
+    sw.add_argument("--backend", default=None, type=_choice("backend", ("local", "spark")),
+                    help="where the points run (default: the SWEEP_BACKEND setting, else local)")
+    sw.add_argument("--master", default=None, help="Spark master with --backend spark: local[N], "
+                                                   "local-cluster[N,1,MB] or spark://host:port")
+    sw.add_argument("--trace", default=None,
+                    help="a trace as the workload (SWF, CSV or Spark event log, as replay reads it): one replay per "
+                         "combination of --servers, --scheduling, --estimates and --load-scale")
+    sw.add_argument("--estimates", type=_list(_choice("estimates", ("exact", "requested"))), default=None,
+                    help="with --trace: EASY's runtime predictions, exact or requested (a list sweeps it)")
+    sw.add_argument("--load-scale", type=_list(_float("load-scale", 1e-3, 1e3)), default=None,
+                    help="with --trace: compress submissions by this factor (a list sweeps it)")
+    sw.add_argument("--bsld-tau", type=_float("bsld-tau", 0, 1e9, open_low=True), default=None,
+                    help="with --trace: bounded slowdown's threshold (default 10 s)")
+    sw.add_argument("--trim", action="store_true", help="with --trace: the Tsafrir 2007 trimming")
+    _moldable_options(sw, lists=True)
+    sw.add_argument("--json", action="store_true")
+    sw.set_defaults(run=_sweep, show=_print_sweep)
