@@ -13,6 +13,7 @@ from .._validation import ParameterError
 
 PROG = "barrier-queues"
 
+
 #: each command's one-line help (``barrier-queues --help`` lists them)
 COMMAND_HELP = {
     "stability": "maximum stable load (Table I, CTMC, order statistics)",
@@ -25,6 +26,7 @@ COMMAND_HELP = {
     "spark-analyze": "summarise a Spark event log",
     "replay": "replay a workload log (SWF, CSV, Spark event log) under a discipline",
 }
+
 
 @functools.cache
 def _help_width() -> int:
@@ -104,6 +106,7 @@ SEED = _int("seed", 0, 2**128 - 1)
 
 # --------------------------------------------------------------------------------------------------
 # the system options, shared by simulate, sweep and bound
+
 
 def _option_parser(o: dict):
     label = o["flag"][2:]
@@ -237,6 +240,7 @@ def _with_workload(kw: dict, utilization, need_rate: bool) -> dict:
 
 # --------------------------------------------------------------------------------------------------
 # commands
+
 
 def _run_options(p, saturated: bool = True):
     p.add_argument("--jobs", type=_int("jobs", 2, 10**11), default=100_000,

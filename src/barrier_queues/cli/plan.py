@@ -92,6 +92,7 @@ def _add_bound(sub) -> None:
     bd.add_argument("--json", action="store_true")
     bd.set_defaults(run=_bound, show=_print_bound)
 
+
 def _add_plan(sub) -> None:
     pl = sub.add_parser("plan", help=COMMAND_HELP["plan"],
                         description="Choose tasks per job for a cluster (task mean s/k, rho = lambda).")
@@ -109,6 +110,7 @@ def _add_plan(sub) -> None:
     pl.add_argument("--seed", type=SEED, default=None)
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(run=_plan, show=_print_plan)
+
 
 def _add_plan_phases(sub) -> None:
     pp = sub.add_parser("plan-phases", help=COMMAND_HELP["plan-phases"],

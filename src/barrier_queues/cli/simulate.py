@@ -300,6 +300,7 @@ class _Elsewhere(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         parser.error(f"stability takes one k and the central FIFO queue, not {option_string}: {self.answer}")
 
+
 def _add_simulate(sub) -> None:
     sim = sub.add_parser("simulate", help=COMMAND_HELP["simulate"],
                          description="Simulate a barrier system with the compiled kernels.")

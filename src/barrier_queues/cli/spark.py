@@ -180,6 +180,7 @@ def _print_spark(out: dict) -> None:
 
 # --------------------------------------------------------------------------------------------------
 
+
 def _add_spark_bench(sub) -> None:
     sb = sub.add_parser("spark-bench", help=COMMAND_HELP["spark-bench"],
                         description="Poisson arrivals of k-task barrier jobs on Spark; writes a run folder.")
@@ -215,6 +216,7 @@ def _add_spark_bench(sub) -> None:
                     help="also write a compact copy (gzip tables, zstd event log) to this folder, e.g. data/spark/RUN")
     sb.add_argument("--json", action="store_true")
     sb.set_defaults(run=_spark_bench, show=_print_bench)
+
 
 def _add_spark_analyze(sub) -> None:
     sa = sub.add_parser("spark-analyze", help=COMMAND_HELP["spark-analyze"],
