@@ -192,3 +192,31 @@ def test_the_clock_benchmark_times_each_clock_beside_its_rule_on_the_same_jobs()
     assert float(first[5].rstrip("%")) > 1                    # the clock fires: fcfs's wide gangs run out of time
     assert any(float(r[6]) > 0 for r in rows if "requeue" in r[1])
     assert _run("clock_speed.py", "--jobs", "0").returncode == 2
+
+
+def test_the_log_benchmark_times_shaken_replays_and_every_rule_per_cluster(tmp_path):
+    """benchmarks/log_speed.py on two small logs in a folder (an SWF log, and a Philly log with every VC the
+    script sizes): one replay and the shaken ones, each rule per VC on nodes of 8, and the total; a folder
+    without the logs or too few shakes is one line and exit 2."""
+    bench = _module("log_speed")
+    (tmp_path / "k.swf").write_text("; MaxProcs: 16\n" + "".join(
+        f"{i} {30 * i} 0 {60 + i % 7} {1 + i % 8} -1 -1 {1 + i % 8} 100 -1 1 {i % 5} 1 -1 1 -1 -1 -1\n"
+        for i in range(1, 200)))
+    vcs = [part.split(":")[0] for part in bench.PHILLY_SIZES.split(",")]
+    lines = ["timestamp,duration,num_gpus,gpu_time,cluster"]
+    for i in range(300):
+        k = (1, 2, 4, 8, 16)[i % 5]
+        lines.append(f"2017-10-01 {i // 60:02d}:{i % 60:02d}:00,{100.0 + i},{k},{(100.0 + i) * k},{vcs[i % len(vcs)]}")
+    (tmp_path / "p.csv").write_text("\n".join(lines) + "\n")
+    out = _ok("log_speed.py", "--traces", str(tmp_path), "--kth", "k.swf", "--philly", "p.csv", "--shakes", "3",
+              "--repeat", "1")
+    rows = [r for r in _rows(out) if r[1] != "whole process (s)"]              # (the two tables' headers)
+    assert [r[0] for r in rows] == ["one replay", "the log and 3 shaken copies", *bench.RULES,
+                                    "every rule, one command each"]
+    shaken = rows[1]
+    assert abs(float(shaken[1]) / 4 - float(shaken[2])) <= 0.005 + 1e-4          # per replay: the time over 4 runs
+    per_rule = [float(r[1]) for r in rows[2:2 + len(bench.RULES)]]
+    assert all(r[2].replace(",", "").isdigit() for r in rows[2:2 + len(bench.RULES)])   # (no error row)
+    assert abs(sum(per_rule) - float(rows[-1][1])) <= 0.005 * len(per_rule) + 1e-9
+    assert _run("log_speed.py", "--traces", str(tmp_path / "none")).returncode == 2
+    assert _run("log_speed.py", "--traces", str(tmp_path), "--shakes", "1").returncode == 2
