@@ -551,6 +551,7 @@ def _stored_seed(folder: Path, manifest: dict) -> int:
                              f"(got {text!r}); give --seed, or choose another folder")
     return int(text)
 
+
 def _write_manifest(folder: Path, manifest: dict) -> None:
     tmp = folder / ".manifest.json.tmp"
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
@@ -825,6 +826,7 @@ def _row_point(row: dict, points: list) -> int | None:
     except (TypeError, ValueError, AttributeError):
         return None
 
+
 def _write_keyed_table(table, folder: Path, fmt: str, manifest: dict, final: bool = True) -> None:
     """A keyed sweep folder's table, then its manifest with the digest of each row as the table reads back
     (:func:`_row_digest`); a run stopped between the two leaves rows without their digest, computed again."""
@@ -841,7 +843,6 @@ def _keyed_folder_rows(folder: Path, manifest: dict, keys: list, loose: tuple = 
     is point ``i`` of its manifest. Refuses a folder of another kind, or whose manifest differs from
     ``manifest`` in an entry outside ``loose`` (a trace's path, say), or whose points this grid (``keys``)
     leaves out. A table that cannot be read, or a row cut short, is computed again."""
-
     stored = {}
     old = _read_manifest(folder)
     kind = manifest["kind"]

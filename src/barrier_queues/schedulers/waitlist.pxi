@@ -164,7 +164,7 @@ cdef struct Wait:
     int64_t* node_free                        # per node: its free workers
     unsigned char* wfree                      # per worker: free
     int64_t* nshadow                          # backfill with nodes: per node, its free workers at the head's start
-    int64_t* nuse                             # backfill with nodes: per node, the workers one job would take
+    int64_t* nuse                             # nodes: per node, the workers one job would take (_nd_plan)
     TimeWorker* ndrel                         # backfill with nodes: the pending releases, sorted by time
     double* run                               # scratch: one job's per-task hold times (its service)
     double* scratch                           # scratch: one job's release times, before they are added
@@ -268,31 +268,31 @@ cdef void _nd_plan(Wait* q, int64_t k, int64_t* use) noexcept nogil:
 
 
 cdef void _nd_take(Wait* q, int64_t k, int64_t* out) noexcept nogil:
-    """With nodes, take the workers of a job of k tasks that fits (barrier_queues.nodes.place): the lowest whole
-    free nodes, then the r lowest free workers of the best-fit node (the fewest free that still has r, ties to
-    the lowest); written to out in task order."""
-    cdef int64_t g, w, t = 0, whole = k // q.G, rest = k - (k // q.G) * q.G, best = -1
-    for g in range(q.nodes):
-        if t == whole * q.G:
-            break
-        if q.node_free[g] == q.G:
+    """With nodes, take the workers of a job of k tasks that fits (barrier_queues.nodes.place), on the nodes
+    ``_nd_plan`` chooses: the whole nodes' workers first, then the r lowest free workers of the remainder's node;
+    written to out in task order."""
+    cdef int64_t g, w, t = 0, n
+    _nd_plan(q, k, q.nuse)
+    for g in range(q.nodes):                      # the whole nodes, in order
+        if q.nuse[g] == q.G:
             for w in range(g * q.G, g * q.G + q.G):
                 q.wfree[w] = 0
                 out[t] = w
                 t += 1
             q.node_free[g] = 0
-    if rest:
-        for g in range(q.nodes):
-            if q.node_free[g] >= rest and (best < 0 or q.node_free[g] < q.node_free[best]):
-                best = g
-        for w in range(best * q.G, best * q.G + q.G):
-            if t == k:
-                break
-            if q.wfree[w]:
-                q.wfree[w] = 0
-                out[t] = w
-                t += 1
-        q.node_free[best] -= rest
+    for g in range(q.nodes):                      # the remainder's node (0 < r < G)
+        n = q.nuse[g]
+        if 0 < n < q.G:
+            for w in range(g * q.G, g * q.G + q.G):
+                if n == 0:
+                    break
+                if q.wfree[w]:
+                    q.wfree[w] = 0
+                    out[t] = w
+                    t += 1
+                    n -= 1
+            q.node_free[g] -= q.nuse[g]
+            break
     q.n_free -= k
 
 
@@ -973,8 +973,8 @@ cdef void _wl_backfill_nodes(Wait* q, double now, const Service* sv) noexcept no
     cdef int64_t head = _wl_fcfs(q, now, sv)
     cdef int64_t i, g, j, nj, kh, n
     cdef double t, t_h = INFINITY
-    if head < 0 or not q.barrier[head] or q.n_free == 0:
-        return
+    if head < 0 or not q.barrier[head] or q.n_free == 0 or q.nxt[head] < 0:
+        return                                    # (no job behind the head: no reservation to compute)
     kh = q.k[head]
     n = q.rs.n
     for i in range(n):
@@ -1723,10 +1723,11 @@ def run_waitlist(WaitlistState st, dict jobs, dict units, int64_t pos, double ne
         q.bkey = btree + total_tree               # (set when a job joins the waiting jobs)
         q.bt_min = backfill_list_max
     cdef int64_t* node_buf = NULL
-    if q.G and q.srt:                             # backfill on nodes: the head's nodes and the sorted releases
+    if q.G:                                       # nodes: one job's nodes; backfill: the head's, sorted releases
         node_buf = <int64_t*> malloc((2 * q.nodes + 1) * sizeof(int64_t))
-        q.ndrel = <TimeWorker*> malloc((s + 1) * sizeof(TimeWorker))
-        if node_buf == NULL or q.ndrel == NULL:
+        if q.srt:
+            q.ndrel = <TimeWorker*> malloc((s + 1) * sizeof(TimeWorker))
+        if node_buf == NULL or (q.srt and q.ndrel == NULL):
             free(links)
             free(buffers)
             free(bint_buf)
