@@ -95,7 +95,8 @@ def test_the_philly_log_by_cluster_on_the_helios_sizes():
 
 def test_by_cluster_refuses_what_it_cannot_honour(tmp_path):
     path = _write(tmp_path, SMALL)
-    for extra, flag in ((["--servers", "8"], "--servers"), (["--scheduling", "fcfs,first-fit"], "--scheduling")):
+    for extra, flag in ((["--servers", "8"], "--servers"), (["--scheduling", "fcfs,fcfs"], "--scheduling"),
+                        (["--scheduling", "fcfs,first-fit", "--aging-after", "5"], "aging_after")):
         out = subprocess.run([*CLI, "replay", str(path), "--by-cluster", "a:4", *extra], capture_output=True,
                              text=True)
         assert out.returncode == 2 and flag in out.stderr and len(out.stderr.strip().splitlines()) == 1
@@ -103,6 +104,24 @@ def test_by_cluster_refuses_what_it_cannot_honour(tmp_path):
     out = subprocess.run([*CLI, "replay", str(path), "--by-cluster", str(sizes)], capture_output=True, text=True,
                          check=True)
     assert "unsized           1 jobs of clusters given no size, skipped: c (1)" in out.stdout
+
+
+def test_several_rules_by_cluster_in_one_command_equal_one_command_each(tmp_path):
+    path = _write(tmp_path, SMALL)
+    rules = ["fcfs", "first-fit", "backfill", "sjf", "aging"]
+    both = subprocess.run([*CLI, "replay", str(path), "--by-cluster", "a:4,b:1", "--scheduling", ",".join(rules),
+                           "--aging-after", "20", "--json"], capture_output=True, text=True, check=True)
+    runs = json.loads(both.stdout)["runs"]
+    assert [r["scheduling"] for r in runs] == rules
+    for rule, run in zip(rules, runs, strict=True):
+        extra = ["--aging-after", "20"] if rule == "aging" else []
+        one = subprocess.run([*CLI, "replay", str(path), "--by-cluster", "a:4,b:1", "--scheduling", rule, *extra,
+                              "--json"], capture_output=True, text=True, check=True)
+        alone = json.loads(one.stdout)
+        assert alone["mode"] == "by-cluster" and run == {k: v for k, v in alone.items() if k != "mode"}
+    text = subprocess.run([*CLI, "replay", str(path), "--by-cluster", "a:4,b:1", "--scheduling", "fcfs,sjf"],
+                          capture_output=True, text=True, check=True).stdout
+    assert text.count("cluster ") >= 2 and ", fcfs, load scale" in text and ", sjf, load scale" in text
 
 
 def test_a_shaken_log_moves_each_submission_within_its_bound_and_keeps_every_job():

@@ -27,7 +27,7 @@ INDEX = ROOT / "book" / "reference" / "api.md"
 
 #: the groups of the index, in order; a module not named here is refused (say where it belongs)
 GROUPS = {
-    "Describing a system": ["system", "distributions", "workload", "load", "nodes"],
+    "Describing a system": ["system", "distributions", "workload", "load", "nodes", "packing"],
     "Exact results": ["stability", "order_stats", "ctmc", "multiserver", "bounds", "release", "phases", "overhead",
                       "moldable_ctmc", "patience_chain"],
     "Simulation": ["simulate", "precision", "sweep", "planning", "saturated", "overload", "statistics", "failures",

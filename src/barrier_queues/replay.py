@@ -101,6 +101,14 @@ def check_estimates(schedulings, estimates) -> None:
                                 if len(schedulings) > 1 else ""))
 
 
+def check_aging(schedulings, options: dict) -> None:
+    """``aging_after`` goes to the ``aging`` points of a grid alone: given without any, it is refused, never
+    ignored."""
+    if options.get("aging_after") is not None and "aging" not in schedulings:
+        raise ParameterError(f"aging_after must come with scheduling 'aging' (got it with "
+                             f"{', '.join(map(str, schedulings))})")
+
+
 def trace_system(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", estimates: str = "exact",
                  load_scale: float = 1.0, failure_rate: float | None = None, max_attempts: int | None = None,
                  resubmit_delay: float | None = None, node_size: int | None = None, **clock):
@@ -385,6 +393,7 @@ def replay_grid(trace: Trace, grid: dict, tau: float = BSLD_TAU, trim: bool = Fa
         values.append(v)
     check_estimates(values[names.index("scheduling")] if "scheduling" in names else ["fcfs"],
                     values[names.index("estimates")] if "estimates" in names else ["exact"])
+    check_aging(values[names.index("scheduling")] if "scheduling" in names else ["fcfs"], failures)
     rows = []
     for i, combo in enumerate(itertools.product(*values)):
         point = dict(zip(names, combo, strict=True))

@@ -414,11 +414,18 @@ def stability_verdict(system: BarrierSystem) -> dict:
                 "instead of growing is stable, and reports its lost share)",
                 "lambda_max_ci": None, "verdict": None}
     if system.node_size is not None and system.node_size > 1:
-        # a gang must fit on nodes: fragmentation lowers every limit of the system without them, so none applies
-        ceiling = _ceiling(system)
+        # a gang must fit on nodes: fragmentation lowers every limit of the system without them, so none applies;
+        # the packing ceiling on the nodes (or, where the gangs' held times are not known, the holding ceiling)
+        # is passed by no discipline
+        from .packing import system_packing_ceiling
+
+        packed = system_packing_ceiling(system)
+        ceiling = packed if packed is not None else _ceiling(system)
         above = lam is not None and ceiling is not None and lam >= ceiling
+        name = (f"packing ceiling on nodes of {system.node_size} (the configuration LP)" if packed is not None else
+                "holding ceiling s / E[worker-time held per job]")
         return {"lambda_max": ceiling if above else None,
-                "method": "holding ceiling s / E[worker-time held per job] (no discipline passes it)" if above else
+                "method": f"{name} (no discipline passes it)" if above else
                 f"nodes of {system.node_size} workers lower the limits of the system without them (a gang must fit "
                 "on a node): the run's drift and queue tests judge it",
                 "lambda_max_ci": None, "verdict": "above" if above else None}

@@ -215,7 +215,7 @@ class BarrierSystem:
     # nodes a gang must fit in: validated in barrier_queues.nodes
     node_size: int | None = field(default=None, metadata=_opt(
         "workers per node G (a GPU machine's GPUs): a gang of k <= G starts on one node with k free (the fullest "
-        "that fits), a wider one on whole free nodes plus one for k mod G; under fcfs, first-fit and sjf "
+        "that fits), a wider one on whole free nodes plus one for k mod G; under every discipline but hold "
         "(default: no nodes)", "int", 1, commands=("simulate", "replay")))
     # gang clocks (Appendix B, section 8): validated in barrier_queues.clocks
     wait_budget: object = field(default=None, metadata=_opt(

@@ -106,23 +106,36 @@ def _replay_shaken(args, trace) -> dict:
 
 
 def _replay_by_cluster(args, trace, edges) -> dict:
-    """``replay --by-cluster``: every sized cluster on its own size, one value of each option."""
+    """``replay --by-cluster``: every sized cluster on its own size, for each combination of the listed
+    disciplines, estimates and load scales (the log read once); one combination gives its summary, several a
+    list of them under ``runs``."""
+    import itertools
     from pathlib import Path
 
-    from ..replay import replay_by_cluster
+    from ..replay import check_aging, check_estimates, replay_by_cluster
 
     spec = args.by_cluster.strip()
     if Path(spec).is_file():
         spec = ",".join(x.strip() for x in Path(spec).read_text().replace("\n", ",").split(",") if x.strip())
     given = [flag for flag, value in (("--servers", args.servers), ("--jobs-out", args.jobs_out)) if value]
-    lists = [f"--{name.replace('_', '-')}" for name in ("scheduling", "estimates", "load_scale")
-             if len(getattr(args, name)) > 1]
-    if given or lists:
-        raise ParameterError(f"--by-cluster runs each cluster on its own size with one value of each option (got "
-                             f"{', '.join(given + lists)})")
-    result = replay_by_cluster(trace, spec, scheduling=args.scheduling[0], estimates=args.estimates[0],
-                               load_scale=args.load_scale[0], **_replay_failures(args))
-    return {"mode": "by-cluster", **result.summary(tau=args.bsld_tau, trim=args.trim, size_edges=edges)}
+    if given:
+        raise ParameterError(f"--by-cluster runs each cluster on its own size (got {', '.join(given)})")
+    for name in ("scheduling", "estimates", "load_scale"):
+        values = getattr(args, name)
+        if len(set(map(str, values))) < len(values):
+            raise ParameterError(f"--{name.replace('_', '-')} must list distinct values (got {values})")
+    check_estimates(args.scheduling, args.estimates)
+    failures = _replay_failures(args)
+    check_aging(args.scheduling, failures)
+    runs = []
+    for rule, estimates, scale in itertools.product(args.scheduling, args.estimates, args.load_scale):
+        own = rule == "aging"                            # (aging's wait goes to its runs alone, as a grid's)
+        result = replay_by_cluster(trace, spec, scheduling=rule, estimates=estimates, load_scale=scale,
+                                   **{k: v for k, v in failures.items() if own or k != "aging_after"})
+        runs.append(result.summary(tau=args.bsld_tau, trim=args.trim, size_edges=edges))
+    if len(runs) == 1:
+        return {"mode": "by-cluster", **runs[0]}
+    return {"mode": "by-cluster", "trace": runs[0]["trace"], "runs": runs}
 
 
 def _seed_needs_failures(failure_rate, seed, wait_budget=None) -> None:
@@ -228,7 +241,15 @@ def _print_shaken(out: dict) -> None:
 
 
 def _print_by_cluster(out: dict) -> None:
-    """``replay --by-cluster`` as text: one row per cluster, then all clusters together and the unsized ones."""
+    """``replay --by-cluster`` as text: per combination of options, one row per cluster, then all clusters
+    together and the unsized ones."""
+    for i, run in enumerate(out.get("runs", [out])):
+        if i:
+            print()
+        _print_one_by_cluster(run)
+
+
+def _print_one_by_cluster(out: dict) -> None:
     tr = out["trace"]
     print(f"trace             {tr['source']} ({tr['format']}), {out['scheduling']}, load scale "
           f"{out['load_scale']:g}, estimates {out['estimates']}")
