@@ -2,6 +2,7 @@
 = today's model; queueing oracles M/M/s+M (Erlang-A) and M/M/s/s (Erlang-B); what a requeue costs."""
 
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -487,3 +488,68 @@ def test_the_patience_chain_refuses_what_it_cannot_build():
         patience_chain(4, 2, 1.0, 0.0)
     with pytest.raises(bq.ParameterError, match="more than"):
         patience_chain(64, 2, 100.0, 100.0)
+
+
+def test_the_kueue_preset_is_its_options_written_out_and_given_options_take_their_place(tmp_path):
+    """``--clock-preset kueue`` equals Kueue v0.7's defaults given as options (a replay, job for job through
+    its JSON), says what it set on stderr, lets an option given beside it take its place, and an unknown preset
+    is one line and exit 2."""
+    import json
+    import subprocess
+    import sys
+
+    log = tmp_path / "log.csv"
+    rows = ["submit,tasks,runtime"] + [f"{10.0 * i},{(1, 4, 8)[i % 3]},{50.0 + 37 * (i % 7)}" for i in range(400)]
+    log.write_text("\n".join(rows) + "\n")
+    cli = [sys.executable, "-m", "barrier_queues.cli", "replay", str(log), "--servers", "8", "--scheduling",
+           "first-fit", "--json"]
+    written = ["--wait-budget", "300", "--on-budget", "requeue", "--requeue-backoff", "60,3600", "--requeue-order",
+               "eviction", "--requeue-jitter", "0.0001"]
+    preset = subprocess.run([*cli, "--clock-preset", "kueue"], capture_output=True, text=True, check=True)
+    plain = subprocess.run([*cli, *written], capture_output=True, text=True, check=True)
+    assert json.loads(preset.stdout) == json.loads(plain.stdout)
+    assert json.loads(preset.stdout)["requeues_per_job"] > 0                       # the clock fired
+    assert preset.stderr.strip() == ("barrier-queues: --clock-preset kueue: --wait-budget 300, --on-budget requeue, "
+                                     "--requeue-backoff 60,3600, --requeue-order eviction, --requeue-jitter 0.0001")
+    shorter = subprocess.run([*cli, "--clock-preset", "kueue", "--wait-budget", "30"], capture_output=True, text=True,
+                             check=True)
+    plain30 = subprocess.run([*cli, *written[:1], "30", *written[2:]], capture_output=True, text=True, check=True)
+    assert json.loads(shorter.stdout) == json.loads(plain30.stdout) != json.loads(plain.stdout)
+    assert "--wait-budget" not in shorter.stderr
+    bad = subprocess.run([*cli, "--clock-preset", "volcano"], capture_output=True, text=True)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "clock-preset" in bad.stderr
+    for command in (["simulate"], ["sweep"]):
+        out = subprocess.run([sys.executable, "-m", "barrier_queues.cli", *command, "--help"], capture_output=True,
+                             text=True, check=True)
+        assert "--clock-preset" in out.stdout and "Kueue v0.7" in " ".join(out.stdout.split())
+
+
+@pytest.mark.skipif(not os.environ.get("BARRIER_QUEUES_TRACES"), reason="the logs' folder is not set")
+def test_the_manuals_kueue_preset_on_kth_prints_what_the_manual_says():
+    """The manual's Kueue command on KTH-SP2, as printed: the requeues per job and the two classes' mean waits
+    it quotes, to the digits quoted, with and without the clock (a replay is deterministic: exact digits)."""
+    import json
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    text = (Path(__file__).resolve().parents[1] / "book" / "reference" / "manual.md").read_text()
+    line = next(x for x in text.splitlines() if "--clock-preset kueue" in x and x.startswith("$ "))
+    args = shlex.split(line.removeprefix("$ barrier-queues "))
+    said = " ".join(text[text.index(line):].split("\n\n")[1].split())
+    requeues, narrow, narrow0, wide, wide0 = re.search(
+        r"requeues each job ([\d.]+) times.*?\(([\d,]+) s against ([\d,]+) s\).*?longer \(([\d,]+) s against "
+        r"([\d,]+) s\)", said).groups()
+
+    def run(extra):
+        out = subprocess.run([sys.executable, "-m", "barrier_queues.cli", *extra, "--json"], capture_output=True,
+                             text=True, check=True)
+        return json.loads(out.stdout)
+
+    with_clock = run(args)
+    without = run([a for a in args if a not in ("--clock-preset", "kueue")])
+    waits = [{c["class"]: f"{c['mean_waiting']:,.0f}" for c in r["classes"]} for r in (with_clock, without)]
+    assert f"{with_clock['requeues_per_job']:.2f}" == requeues
+    assert (waits[0]["k = 1"], waits[1]["k = 1"], waits[0]["k >= 64"], waits[1]["k >= 64"]) == (narrow, narrow0,
+                                                                                             wide, wide0)

@@ -19,11 +19,15 @@ let a job wait a budget that grows with its size. The model here, an option of t
   default ``timestamp: Eviction``); when its budget fires after ``requeue_limit`` requeues it is lost
   (Kueue's "deactivated", ``backoffLimitCount``).
 
-Kueue (``apis/config/v1beta1`` ``RequeuingStrategy`` and the workload controller, v0.6 and later) documents
+Kueue (``apis/config/v1beta1`` ``RequeuingStrategy`` and the workload controller, v0.7 and later) documents
 ``Eviction`` as its default order, base 60 s, cap 3,600 s, no limit, and computes each wait as
 ``min(cap, Step())`` of a ``wait.Backoff`` with factor 2 and jitter 0.0001: the jitter multiplies before the
 cap, as here (Appendix B, section 8, writes the jitter after the cap and calls ``creation`` Kueue's default; the
-code above says otherwise). Before v0.6 a timed-out workload was requeued at once, without backoff.
+code above says otherwise). Its rule changed across versions (its CHANGELOG): v0.6.0 added the requeuing
+timestamp and a backoff of ``1.41284738^(n-1)`` s plus jitter, without a cap; v0.7.0 made the factor 2, the base
+configurable with default 60 s, and added the cap (``backoffMaxSeconds``, default 3,600 s). Before v0.6 a
+timed-out workload was requeued at once, without backoff. :data:`PRESETS` holds the v0.7 defaults as
+``kueue``.
 
 The jitter's ``u`` for a job's n-th requeue is the n-th output of a SplitMix64 generator (Steele, Lea and
 Flood, OOPSLA 2014; :func:`jitter_u`) seeded by the job's own seed, itself the job's output of a SplitMix64
@@ -72,6 +76,29 @@ FIELDS = ("wait_budget", "on_budget", "requeue_backoff", "requeue_limit", "reque
 OPTIONS = FIELDS + ("aging_after", "hold_timeout")
 #: requeues a job may make before it is lost (Kueue's backoffLimitCount is unbounded; a bound keeps 2^(n-1) finite)
 MAX_REQUEUES = 1000
+
+
+@dataclass(frozen=True)
+class ClockPreset:
+    """A gang scheduler's default clock: ``name``, ``help`` (what it copies, from which version) and
+    ``options``, the clock options it sets (field name -> the option's text, as given on the command line;
+    options given beside the preset take their place)."""
+
+    name: str
+    help: str
+    options: dict
+
+
+#: the presets of the command line's ``--clock-preset`` (times in seconds)
+PRESETS = {p.name: p for p in (
+    ClockPreset("kueue", "Kueue v0.7 and later, waitForPodsReady's defaults: a 300 s timeout, then requeue after "
+                "min(3600, 60 x 2^(n-1) (1 + 0.0001 u)) s at the end of the queue (timestamp Eviction), no limit; "
+                "times in seconds. Kueue counts its timeout from admission until every pod runs, this model from "
+                "entering the queue until the start: the same clock when quota admits the gang and it waits for "
+                "free nodes",
+                {"wait_budget": "300", "on_budget": "requeue", "requeue_backoff": "60,3600",
+                 "requeue_order": "eviction", "requeue_jitter": "0.0001"}),
+)}
 
 
 @dataclass(frozen=True)
@@ -388,6 +415,6 @@ def tally_after(state: dict, warmup: int) -> np.ndarray | None:
     return state["sums"] - state["marks"][at] if at < served.size else None
 
 
-__all__ = ["EVICTION_DISCIPLINES", "FIELDS", "KINDS", "ON_BUDGET", "OPTIONS", "ORDERS", "WaitBudget", "backoff",
-           "budgets", "enabled", "jitter_seed", "jitter_u", "parse_backoff", "parse_budget", "runtimes", "settings",
-           "tally_after", "validate", "Tally"]
+__all__ = ["EVICTION_DISCIPLINES", "FIELDS", "KINDS", "ON_BUDGET", "OPTIONS", "ORDERS", "PRESETS", "ClockPreset",
+           "WaitBudget", "backoff", "budgets", "enabled", "jitter_seed", "jitter_u", "parse_backoff", "parse_budget",
+           "runtimes", "settings", "tally_after", "validate", "Tally"]

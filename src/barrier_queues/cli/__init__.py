@@ -46,7 +46,7 @@ import sys
 import warnings
 
 from .._validation import ParameterError
-from .options import COMMAND_HELP, PROG, _help_width
+from .options import COMMAND_HELP, PROG, _apply_clock_preset, _help_width
 from .plan import _add_bound, _add_plan, _add_plan_phases
 from .replay import _add_replay
 from .simulate import _add_simulate, _add_stability
@@ -120,6 +120,7 @@ def main(argv=None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
+            _apply_clock_preset(args)
             out = args.run(args)
     except ParameterError as exc:
         parser.exit(2, f"{PROG}: error: {exc}\n")

@@ -281,3 +281,33 @@ def _moldable_options(p, lists: bool = False) -> None:
                 "open_low": option.open_low, "choices": option.choices}
         p.add_argument(flag, type=parse(_option_parser(kind)), default=None,
                        help=f"with --moldable {owner}: {option.help}{some}")
+
+
+def _add_clock_preset(p) -> None:
+    """``--clock-preset NAME`` (:data:`barrier_queues.clocks.PRESETS`): a gang scheduler's default clock options,
+    applied by :func:`_apply_clock_preset`; the options given beside it take their place."""
+    from ..clocks import PRESETS
+
+    p.add_argument("--clock-preset", default=None, type=_choice("clock-preset", tuple(PRESETS)),
+                   help="a gang scheduler's default clock: " + "; ".join(f"{n}: {x.help}" for n, x in PRESETS.items())
+                   + " (options given beside it take their place)")
+    p.set_defaults(_parser=p)
+
+
+def _apply_clock_preset(args) -> None:
+    """Set each clock option of ``args.clock_preset`` that was not given, parsed by its own option's parser (a
+    list where the command takes lists); said on stderr."""
+    name = getattr(args, "clock_preset", None)
+    if name is None:
+        return
+    from ..clocks import PRESETS
+
+    parser, taken = args._parser, []
+    for dest, text in PRESETS[name].options.items():
+        if getattr(args, dest, None) is None:
+            action = next(a for a in parser._actions if a.dest == dest)
+            setattr(args, dest, action.type(text) if action.type else text)
+            taken.append(f"{action.option_strings[0]} {text}")
+    print(f"barrier-queues: --clock-preset {name}: " + (", ".join(taken) if taken else "every option given beside it"),
+          file=sys.stderr, flush=True)
+

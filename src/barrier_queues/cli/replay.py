@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from .._validation import ParameterError
-from .options import COMMAND_HELP, _float, _int, _list, _option_parser
+from .options import COMMAND_HELP, _add_clock_preset, _float, _int, _list, _option_parser
 from .text import _fmt
 
 
@@ -344,4 +344,5 @@ def _add_replay(sub) -> None:
                     metavar="L", help="with --resample: L times the active users of each week (default 1; above 1 "
                                       "a busier cluster of the same users, not compressed time)")
     rp.add_argument("--json", action="store_true")
+    _add_clock_preset(rp)
     rp.set_defaults(run=_replay, show=_print_replay)

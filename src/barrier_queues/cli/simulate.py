@@ -9,6 +9,7 @@ import sys
 from .._validation import ParameterError
 from .options import (
     COMMAND_HELP,
+    _add_clock_preset,
     _add_system_options,
     _choice,
     _input_files,
@@ -312,5 +313,6 @@ def _add_simulate(sub) -> None:
     sim.add_argument("--force", action="store_true", help="overwrite --jobs-csv if it exists")
     _moldable_options(sim)
     sim.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_clock_preset(sim)
     sim.set_defaults(run=_simulate, show=_print_simulation)
     SIMULATE_DEFAULTS.update({a.dest: a.default for a in sim._actions if a.dest != "help"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .._validation import ParameterError
 from .options import (
     COMMAND_HELP,
+    _add_clock_preset,
     _add_system_options,
     _choice,
     _float,
@@ -167,4 +168,5 @@ def _add_sweep(sub) -> None:
     sw.add_argument("--trim", action="store_true", help="with --trace: the Tsafrir 2007 trimming")
     _moldable_options(sw, lists=True)
     sw.add_argument("--json", action="store_true")
+    _add_clock_preset(sw)
     sw.set_defaults(run=_sweep, show=_print_sweep)
