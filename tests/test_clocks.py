@@ -81,21 +81,24 @@ def _chunked_inputs(system, jobs, seed, size):
     return {key: np.concatenate([p[key] for p in parts]) for key in keys}, jitter
 
 
-@pytest.mark.parametrize("discipline", ("fcfs", "first-fit", "backfill", "aging", "hold"))
+@pytest.mark.parametrize("discipline", ("fcfs", "first-fit", "backfill", "aging", "hold", "hold, exponential"))
 def test_across_chunk_boundaries_a_replication_equals_the_reference_on_its_inputs(discipline):
     """Gangs of 2,048 tasks make chunks of 2,048 jobs: waiting, requeued and returning gangs cross chunk
-    boundaries (their heap entries renumbered as the window moves; hold's holder too)."""
-    own = {"aging": {"aging_after": 1.5, "wait_budget": "exp:2"}, "hold": {"hold_timeout": 0.7}}.get(
-        discipline, {"wait_budget": "exp:2"})
+    boundaries (their heap entries renumbered as the window moves; hold's holder too, and its exponential
+    timeouts drawn from the run's seed)."""
+    own = {"aging": {"aging_after": 1.5, "wait_budget": "exp:2"}, "hold": {"hold_timeout": 0.7},
+           "hold, exponential": {"hold_timeout": "exp:0.7"}}.get(discipline, {"wait_budget": "exp:2"})
+    discipline = discipline.split(",")[0]
     system = S(servers=2048, tasks_pmf={1: 0.9, 2048: 0.1}, arrival_rate=0.9, scheduling=discipline,
                on_budget="requeue", requeue_backoff="0.5,3", requeue_limit=3, **own)
     size = chunk_jobs(system)
     assert size == 2048
     jobs = 5000
     rep = run_replication(system, jobs, np.random.default_rng(5), keep_jobs=True, warmup=0)
-    cat, _ = _chunked_inputs(system, jobs, 5, size)
+    cat, seed = _chunked_inputs(system, jobs, 5, size)
     ref = simulate_waitlist_reference(cat["arrival"], cat["tasks"], cat["barrier"], cat["times"], 2048, discipline,
-                                      release="fixed", clock={**clocks.settings(system), "budgets": cat["budget"]},
+                                      release="fixed", clock={**clocks.settings(system), "budgets": cat["budget"],
+                                                              "jitter_seed": seed},
                                       aging_after=system.aging_after)
     _same(rep.jobs, ref, FIELDS + (("held",) if discipline == "hold" else ()))
     assert rep.jobs["requeues"].sum() > 100 and rep.jobs["lost"].sum() > 10       # the clocks did act
@@ -268,6 +271,9 @@ HOLDS = {
     "requeue": dict(hold_timeout=0.5, on_budget="requeue", requeue_backoff="1,4"),
     "requeue twice": dict(hold_timeout=1.0, on_budget="requeue", requeue_backoff=0.5, requeue_limit=2),
     "zero": dict(hold_timeout=0),
+    "exponential, leave": dict(hold_timeout="exp:1.5"),
+    "exponential, requeue with jitter": dict(hold_timeout="exp:0.5", on_budget="requeue", requeue_backoff="1,4",
+                                             requeue_jitter=0.2),
 }
 
 
@@ -276,6 +282,7 @@ HOLDS = {
 def test_hold_kernel_equals_its_reference_job_by_job(name, hold):
     system = S(**SYSTEMS[name], scheduling="hold", **HOLDS[hold])
     inputs = draw_jobs(system, 3000, np.random.default_rng(4))
+    inputs["jitter_seed"] = 2026                        # (the exponential timeouts' and the jitter's stream)
     kernel = waitlist.run_inputs(system, inputs)
     _same(kernel, waitlist.reference(system, inputs), FIELDS + ("held",))
     assert kernel["held"].sum() > 0 or hold == "zero"
@@ -332,6 +339,23 @@ def test_the_overload_limit_of_a_hold_that_never_times_out_is_fifos_exact_limit(
         overload_limit(system.replace(on_budget="leave", requeue_backoff=None), jobs=1000)
     with pytest.raises(bq.ParameterError, match="a class starves"):
         overload_limit(S(servers=16, tasks_pmf={2: 0.5, 16: 0.5}, scheduling="first-fit"), jobs=20_000, seed=1)
+
+
+@pytest.mark.parametrize("timeout", [0.1, 2.0, "exp:0.5"])
+def test_with_one_k_the_holds_limit_is_fifos_exact_limit_at_every_timeout(timeout):
+    """One k: while gangs wait, the head holds every free worker, and a head whose timeout fires hands them to
+    the next head at once, so a start happens exactly when k workers are free, as under fcfs, whoever the head
+    is; the limit is the paper's mu / (H_s - H_{s-k}) for every timeout. It must lie in the overloaded runs'
+    99.9 % t interval over 8 replications (three timeouts: family false-alarm rate 0.3 %; fixed before the
+    runs)."""
+    from barrier_queues.overload import overload_limit
+    from barrier_queues.stability import one_barrier_lambda_max
+
+    system = S(servers=8, tasks=4, scheduling="hold", hold_timeout=timeout, on_budget="requeue",
+               requeue_backoff="1,8")
+    out = overload_limit(system, jobs=50_000, replications=8, seed=3, level=0.999)
+    lo, hi = out["lambda_max_ci"]
+    assert lo <= one_barrier_lambda_max(8, 4) <= hi, (lo, hi)
 
 
 def test_the_manuals_first_clock_command_prints_what_the_manual_says():
@@ -553,3 +577,46 @@ def test_the_manuals_kueue_preset_on_kth_prints_what_the_manual_says():
     assert f"{with_clock['requeues_per_job']:.2f}" == requeues
     assert (waits[0]["k = 1"], waits[1]["k = 1"], waits[0]["k >= 64"], waits[1]["k >= 64"]) == (narrow, narrow0,
                                                                                              wide, wide0)
+
+
+@pytest.mark.parametrize("s, k, lam, mean", [(4, 2, 1.2, 1.0), (6, 3, 1.0, 2.0)])
+def test_a_hold_with_exponential_timeouts_meets_its_exact_chain(s, k, lam, mean):
+    """Hold with Exp(mean) timeouts and ``leave``: the chain of (waiting jobs, running jobs by tasks still
+    running) where only the holding head leaves. The exact lost share, served mean waiting and held share must
+    lie in the runs' 99.9 % t intervals over 8 replications of 200,000 jobs (six checks: the family's false-alarm
+    rate under 1 %, Bonferroni, as the patience chain's test; fixed before the runs)."""
+    from barrier_queues.patience_chain import patience_chain
+
+    exact = patience_chain(s, k, lam, mean, hold=True)
+    assert math.isclose(exact["served_share"] + exact["lost_share"], 1.0, rel_tol=1e-10)
+    assert exact["cut_mass"] < 1e-30
+    system = S(servers=s, tasks=k, arrival_rate=lam, scheduling="hold", hold_timeout=f"exp:{mean}")
+    out = bq.simulate(system, jobs=200_000, replications=8, seed=11).summary(level=0.999)
+    for name, ci in (("lost_share", out["clocks"]["ci"]["lost_share"]),
+                     ("mean_waiting_served", out["ci"]["waiting"]),
+                     ("held_share", out["clocks"]["ci"]["held_share"])):
+        assert ci[0] <= exact[name] <= ci[1], (name, exact[name], ci)
+
+
+def test_the_hold_chain_differs_from_patience_and_an_exponential_timeout_is_checked():
+    """Only the holding head leaves under hold: fewer jobs are lost than when every waiting job has the same
+    patience, and more wait longer; bad exponential timeouts are one line naming the option."""
+    from barrier_queues.patience_chain import patience_chain
+
+    hold, patience = patience_chain(4, 2, 1.2, 1.0, hold=True), patience_chain(4, 2, 1.2, 1.0)
+    assert hold["lost_share"] < patience["lost_share"] and hold["mean_waiting_all"] > patience["mean_waiting_all"]
+    assert "held_share" in hold and "held_share" not in patience
+    for bad, message in (("exp:0", "finite MEAN > 0"), ("exp:x", "is not a number"), ("exp:nan", "finite MEAN"),
+                         ("-1", "finite time >= 0"), ("soon", "a time >= 0 or 'exp:MEAN'")):
+        with pytest.raises(bq.ParameterError, match=message):
+            S(servers=8, tasks=2, arrival_rate=1.0, scheduling="hold", hold_timeout=bad)
+    system = S(servers=8, tasks=2, arrival_rate=1.0, scheduling="hold", hold_timeout="exp:2")
+    assert str(system.hold_timeout) == "exp:2.0" and system.describe()["hold_timeout"] == "exp:2.0"
+    assert S(servers=8, tasks=2, arrival_rate=1.0, scheduling="hold", hold_timeout="3").hold_timeout == 3.0
+
+
+def test_the_kernels_hold_stream_number_is_the_librarys():
+    from barrier_queues._kernels import KERNEL_HOLD_DRAW
+
+    assert KERNEL_HOLD_DRAW == clocks.HOLD_DRAW == clocks.MAX_REQUEUES + 1
+

@@ -71,7 +71,7 @@ before arrivals; arriving jobs' idle probed workers look in worker order.
 
 import numpy as np
 
-from libc.math cimport INFINITY, NAN, ceil, fabs, floor, log, pow
+from libc.math cimport INFINITY, NAN, ceil, fabs, floor, log, log1p, pow
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy, memmove

@@ -34,6 +34,11 @@ Flood, OOPSLA 2014; :func:`jitter_u`) seeded by the job's own seed, itself the j
 generator seeded by the run's ``jitter_seed`` (a draw of the clock's stream, or the replay's seed): the same
 number whatever order the requeues happen in, so the kernel and its plain reference agree bit for bit.
 
+The hold's timeout (``hold_timeout``, the discipline ``hold``) is a time T, or ``exp:MEAN``: a job draws one
+exponential timeout of that mean per entry to the list (:func:`hold_draw`: ``-MEAN log1p(-u)``, ``u`` from the
+jitter's SplitMix64 stream at numbers past every requeue's), memoryless, so that a small system has an exact
+chain (:func:`barrier_queues.patience_chain.patience_chain` with ``hold=True``).
+
 The fourth clock is a discipline, ``aging`` (Volcano's ``sla-waiting-time``; ``aging_after`` T): first-fit
 while every waiting job has waited less than T since its arrival; once the oldest has waited T, backfill with
 that job as EASY's head (a reservation at its shadow time, the others backfilled around it). T = 0 is backfill
@@ -145,6 +150,42 @@ def parse_budget(spec) -> WaitBudget:
     elif not (math.isfinite(value) and value > 0):
         raise ParameterError(f"wait_budget {kind}:C must have a finite C > 0 (got {spec!r})")
     return WaitBudget(kind, value)
+
+
+def parse_hold_timeout(spec) -> float | WaitBudget:
+    """A hold timeout: a time ``T >= 0`` (a float, the same for every hold) or ``"exp:MEAN"`` (a
+    :class:`WaitBudget` of kind ``exp``: each hold's timeout an exponential draw of that mean, :func:`hold_draw`)."""
+    if isinstance(spec, WaitBudget) and spec.kind == "exp":
+        return spec
+    if isinstance(spec, str) and spec.strip().startswith("exp:"):
+        text = spec.strip()[4:]
+        try:
+            mean = float(text)
+        except ValueError:
+            raise ParameterError(f"hold_timeout {spec!r}: {text!r} is not a number") from None
+        if not (math.isfinite(mean) and mean > 0):
+            raise ParameterError(f"hold_timeout exp:MEAN must have a finite MEAN > 0 (got {spec!r})")
+        return WaitBudget("exp", mean)
+    if isinstance(spec, str):
+        try:
+            spec = float(spec)
+        except ValueError:
+            raise ParameterError(f"hold_timeout must be a time >= 0 or 'exp:MEAN' (got {spec!r})") from None
+    if isinstance(spec, bool) or not isinstance(spec, int | float) or not math.isfinite(spec) or spec < 0:
+        raise ParameterError(f"hold_timeout must be a finite time >= 0 or 'exp:MEAN' (got {spec!r})")
+    return float(spec)
+
+
+#: the stream number of a job's first hold draw (:func:`hold_draw`): past every requeue's jitter draw
+#: (1 .. MAX_REQUEUES), so that the two never share a number
+HOLD_DRAW = MAX_REQUEUES + 1
+
+
+def hold_draw(seed: int, seq: int, requeues: int, mean: float) -> float:
+    """An exponential hold timeout of mean ``mean`` for job ``seq`` holding after ``requeues`` requeues:
+    ``-mean log1p(-u)`` with ``u = jitter_u(seed, seq, HOLD_DRAW + requeues)`` (one draw per entry to the list:
+    a job that stops holding and holds again before it leaves keeps its draw)."""
+    return -mean * math.log1p(-jitter_u(seed, seq, HOLD_DRAW + requeues))
 
 
 def parse_backoff(spec) -> tuple[float, float]:
@@ -269,8 +310,8 @@ def _validate_requeue(system, set_) -> None:
 
 
 def _validate_hold(system, set_) -> bool:
-    """``hold_timeout`` T: given with discipline ``hold`` (a time >= 0; its clock, so no wait budget) and only
-    then. Returns whether the system holds."""
+    """``hold_timeout`` T: given with discipline ``hold`` (a time >= 0 or ``exp:MEAN``,
+    :func:`parse_hold_timeout`; its clock, so no wait budget) and only then. Returns whether the system holds."""
     if system.scheduling != "hold":
         if system.hold_timeout is not None:
             raise ParameterError(f"hold_timeout must be None unless scheduling = 'hold' (got {system.hold_timeout!r} "
@@ -280,9 +321,7 @@ def _validate_hold(system, set_) -> bool:
     if t is None:
         raise ParameterError("hold_timeout must be given with scheduling 'hold': how long the head gang holds free "
                              "workers before it releases them (then --on-budget: leave or requeue)")
-    if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t < 0:
-        raise ParameterError(f"hold_timeout must be a finite time >= 0 (got {t!r})")
-    set_("hold_timeout", float(t))
+    set_("hold_timeout", parse_hold_timeout(t))
     if system.wait_budget is not None:
         raise ParameterError(f"wait_budget must be None with scheduling 'hold' (got {system.wait_budget!r}): the "
                              "hold's clock is its hold_timeout, from when the head gang begins to hold")
@@ -349,14 +388,17 @@ def runtimes(jobs: dict) -> np.ndarray:
 
 def settings(system) -> dict:
     """The kernel's and the reference's clock settings: ``requeue``, ``base``, ``cap``, ``limit`` (-1: none),
-    ``timeout`` (hold's; inf otherwise), ``hold``, ``evict`` (eviction order) and ``jitter``."""
+    ``timeout`` (hold's, or its exponential mean with ``hold_exp``; inf otherwise), ``hold``, ``evict``
+    (eviction order) and ``jitter``."""
     requeue = system.on_budget == "requeue"
     base, cap = system.requeue_backoff if requeue else (0.0, 0.0)
     limit = -1 if not requeue or system.requeue_limit is None else int(system.requeue_limit)
-    timeout = system.hold_timeout if system.hold_timeout is not None else math.inf
+    t = system.hold_timeout
+    exp = isinstance(t, WaitBudget)
+    timeout = t.value if exp else t if t is not None else math.inf
     return {"requeue": requeue, "base": float(base), "cap": float(cap), "limit": limit, "timeout": float(timeout),
             "hold": system.scheduling == "hold", "evict": requeue and system.requeue_order == "eviction",
-            "jitter": float(system.requeue_jitter or 0.0) if requeue else 0.0}
+            "jitter": float(system.requeue_jitter or 0.0) if requeue else 0.0, "hold_exp": exp}
 
 
 class Tally:
@@ -415,6 +457,7 @@ def tally_after(state: dict, warmup: int) -> np.ndarray | None:
     return state["sums"] - state["marks"][at] if at < served.size else None
 
 
-__all__ = ["EVICTION_DISCIPLINES", "FIELDS", "KINDS", "ON_BUDGET", "OPTIONS", "ORDERS", "PRESETS", "ClockPreset",
-           "WaitBudget", "backoff", "budgets", "enabled", "jitter_seed", "jitter_u", "parse_backoff", "parse_budget",
-           "runtimes", "settings", "tally_after", "validate", "Tally"]
+__all__ = ["EVICTION_DISCIPLINES", "FIELDS", "HOLD_DRAW", "KINDS", "ON_BUDGET", "OPTIONS", "ORDERS", "PRESETS",
+           "ClockPreset", "WaitBudget", "backoff", "budgets", "enabled", "hold_draw", "jitter_seed", "jitter_u",
+           "parse_backoff", "parse_budget", "parse_hold_timeout", "runtimes", "settings", "tally_after", "validate",
+           "Tally"]

@@ -72,12 +72,17 @@ def _after_end(c: tuple, r: int) -> tuple:
 
 
 def patience_chain(servers: int, tasks: int, arrival_rate: float, patience_mean: float, task_rate: float = 1.0,
-                   max_waiting: int | None = None) -> dict:
+                   max_waiting: int | None = None, hold: bool = False) -> dict:
     """The exact chain (module docstring) of ``servers`` workers, jobs of ``tasks`` tasks, Poisson arrivals at
     ``arrival_rate``, Exp(``task_rate``) tasks and Exp patience of mean ``patience_mean``; the queue cut at
     ``max_waiting`` jobs (default: where arrivals at rate lambda meet departures at rate q theta with 40 standard
     deviations to spare). Returns ``lost_share``, ``mean_waiting_served``, ``mean_waiting_all``, ``mean_queue``,
-    ``states`` and ``cut_mass`` (the stationary mass at the cut: must be negligible)."""
+    ``states`` and ``cut_mass`` (the stationary mass at the cut: must be negligible).
+
+    ``hold``: the hold discipline with exponential hold timeouts of mean ``patience_mean`` and ``on_budget
+    "leave"`` instead of every waiting job's patience: only the head leaves, at rate ``theta``, and only while
+    it holds (``q > 0`` and ``0 < s - b``; the free workers are all held for it); also ``held_share``, the
+    share of worker time held idle, ``E[(s - b) 1{q > 0}] / s`` (default cut: 400 waiting jobs)."""
     import scipy.sparse as sp
     import scipy.sparse.linalg as spla
 
@@ -86,7 +91,9 @@ def patience_chain(servers: int, tasks: int, arrival_rate: float, patience_mean:
     lam = check_positive("arrival_rate", arrival_rate)
     theta = 1.0 / check_positive("patience_mean", patience_mean)
     mu = check_positive("task_rate", task_rate)
-    if max_waiting is None:
+    if max_waiting is None and hold:
+        max_waiting = 400
+    elif max_waiting is None:
         mean = lam / theta
         max_waiting = int(math.ceil(mean + 40 * math.sqrt(mean) + 40))
     n = check_int("max_waiting", max_waiting, low=1, high=10**6)
@@ -115,8 +122,8 @@ def patience_chain(servers: int, tasks: int, arrival_rate: float, patience_mean:
             if c[r - 1]:
                 q2, c2, _ = _start_heads(q, _after_end(c, r), s, k)
                 add((q, c), (q2, c2), r * c[r - 1] * mu)
-        if q:
-            add((q, c), (q - 1, c), q * theta)
+        if q and (not hold or free > 0):
+            add((q, c), (q - 1, c), theta if hold else q * theta)
     size = len(states)
     rate_matrix = sp.csr_matrix((rates, (rows, cols)), shape=(size, size))
     out_rate = np.asarray(rate_matrix.sum(axis=1)).ravel()
@@ -126,17 +133,24 @@ def patience_chain(servers: int, tasks: int, arrival_rate: float, patience_mean:
     rhs[0] = 1.0
     pi = spla.spsolve(generator.tocsc(), rhs)
     queue = np.array([q for q, _ in states], dtype=float)
+    free = np.array([s - _busy(c) for _, c in states], dtype=float)
     mean_queue = float(pi @ queue)
     cut = float(pi[queue == n].sum())
-    served_wait, served = _tagged(states, index, pi, s, k, lam, theta, mu, n)
-    return {"lost_share": theta * mean_queue / lam, "mean_waiting_served": served_wait,
-            "mean_waiting_all": mean_queue / lam, "mean_queue": mean_queue, "served_share": served,
-            "states": size, "cut_mass": cut}
+    served_wait, served = _tagged(states, index, pi, s, k, lam, theta, mu, n, hold)
+    leaving = float(pi[(queue > 0) & (free > 0)].sum()) if hold else mean_queue
+    out = {"lost_share": theta * leaving / lam, "mean_waiting_served": served_wait,
+           "mean_waiting_all": mean_queue / lam, "mean_queue": mean_queue, "served_share": served,
+           "states": size, "cut_mass": cut}
+    if hold:
+        out["held_share"] = float(pi @ (free * (queue > 0))) / s
+    return out
 
 
-def _tagged(states, index, pi, s, k, lam, theta, mu, n) -> tuple[float, float]:
+def _tagged(states, index, pi, s, k, lam, theta, mu, n, hold=False) -> tuple[float, float]:
     """The served jobs' mean waiting and the share served, from the tagged arrival's chain (module
-    docstring): its states ``(i, c)`` are the waiting states' own (``i`` ahead of it, ``i < n``)."""
+    docstring): its states ``(i, c)`` are the waiting states' own (``i`` ahead of it, ``i < n``). With ``hold``
+    only the holding head leaves: a job ahead when ``i > 0``, the tagged one itself when ``i = 0``, each at
+    ``theta`` while workers are free."""
     import scipy.sparse as sp
     import scipy.sparse.linalg as spla
 
@@ -151,7 +165,10 @@ def _tagged(states, index, pi, s, k, lam, theta, mu, n) -> tuple[float, float]:
             if c[r - 1]:
                 q2, c2, _ = _start_heads(i + 1, _after_end(c, r), s, k)   # (the tagged job counted in the queue)
                 moves.append(((q2, c2), r * c[r - 1] * mu))
-        rate_out = sum(rate for _, rate in moves) + i * theta + theta
+        holding = s - _busy(c) > 0
+        ahead = (theta if holding and i else 0.0) if hold else i * theta
+        own = (theta if holding and not i else 0.0) if hold else theta
+        rate_out = sum(rate for _, rate in moves) + ahead + own
         total[j] = rate_out
         for (q2, c2), rate in moves:
             if q2 == 0:                                 # the tagged job itself started
@@ -160,10 +177,10 @@ def _tagged(states, index, pi, s, k, lam, theta, mu, n) -> tuple[float, float]:
                 rows.append(j)
                 cols.append(at[(q2 - 1, c2)])
                 probs.append(rate / rate_out)
-        if i:
+        if ahead:
             rows.append(j)
             cols.append(at[(i - 1, c)])
-            probs.append(i * theta / rate_out)
+            probs.append(ahead / rate_out)
     size = len(waiting)
     jump = sp.csr_matrix((probs, (rows, cols)), shape=(size, size))
     system = (sp.identity(size, format="csc") - jump).tocsc()

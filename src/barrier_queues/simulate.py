@@ -404,8 +404,9 @@ class SimulationResult:
     def _clock_summary(self, out: dict, level: float) -> None:
         """With gang clocks (:mod:`barrier_queues.clocks`): per class and overall, the jobs submitted after the
         warm-up, the share lost, the lost work's share of all work submitted (``k r`` per lost job), requeues
-        and time in backoff per job, with t intervals over replications (two or more: losses bunch in time,
-        so jobs are not independent trials). The waiting, execution and sojourn above are the served jobs'."""
+        and time in backoff per job (under hold also the held share of worker time), with t intervals over
+        replications (two or more: losses bunch in time, so jobs are not independent trials). The waiting,
+        execution and sojourn above are the served jobs'."""
         pairs = [(clocks.tally_after(s.extra["clocks"], s.warmup), s) for s in self.stats]
         pairs = [(t, s) for t, s in pairs if t is not None]
         tallies = [t for t, _ in pairs]
@@ -442,6 +443,9 @@ class SimulationResult:
             span = sum(self.system.servers * s.busy_span for _, s in pairs)
             out["held_share"] = float(sum(t[:, 7].sum() for t in tallies) / span) if span > 0 else None
             out["clocks"]["held_share"] = out["held_share"]
+            held = [float(t[:, 7].sum() / (self.system.servers * s.busy_span)) for t, s in pairs if s.busy_span > 0]
+            out["clocks"]["ci"]["held_share"] = (within(t_interval(held, level), 0.0, 1.0) if len(held) >= 2
+                                                 else None)
         if len(labels) > 1:
             by_class = {}
             for c, (k, b) in enumerate(labels):

@@ -242,9 +242,10 @@ class BarrierSystem:
         "with --scheduling aging: first-fit until the oldest waiting job has waited T, then that job is EASY's "
         "head (0: backfill; a sweep gives it to its aging points alone)", "float", 0,
         commands=("simulate", "sweep", "replay")))
-    hold_timeout: float | None = field(default=None, metadata=_opt(
+    hold_timeout: object = field(default=None, metadata=_opt(
         "with --scheduling hold: how long the head gang holds free workers idle before it releases them and "
-        "leaves or is requeued (--on-budget)", "float", 0, commands=("simulate", "sweep", "replay")))
+        "leaves or is requeued (--on-budget): a time T, or 'exp:MEAN' (each gang's T drawn, exponential)",
+        "time_or_exp", 0, commands=("simulate", "sweep", "replay")))
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -594,6 +595,8 @@ class BarrierSystem:
             out["trace"] = self.trace.describe()
         if self.wait_budget is not None:                    # (as the specs the fields take)
             out["wait_budget"] = str(self.wait_budget)
+        if self.hold_timeout is not None and not isinstance(self.hold_timeout, float):
+            out["hold_timeout"] = str(self.hold_timeout)
         if self.requeue_backoff is not None:
             base, cap = self.requeue_backoff
             out["requeue_backoff"] = f"{base!r}" + ("" if math.isinf(cap) else f",{cap!r}")
@@ -628,7 +631,9 @@ class BarrierSystem:
         if self.wait_budget is not None:
             parts.append(f"wait budget {self.wait_budget} ({self.on_budget})")
         if self.hold_timeout is not None:
-            parts.append(f"hold timeout {self.hold_timeout:g} ({self.on_budget})")
+            t = self.hold_timeout
+            parts.append(f"hold timeout {t:g} ({self.on_budget})" if isinstance(t, float) else
+                         f"hold timeout {t}, exponential ({self.on_budget})")
         if self.overhead:
             parts.append(f"{self.overhead} overhead")
         if self.failure_rate is not None:

@@ -116,7 +116,18 @@ def _option_parser(o: dict):
         return _float(label, o["low"], o["high"], open_low=o["open_low"])
     if o["kind"] == "choice":
         return _choice(label, o["choices"])
+    if o["kind"] == "time_or_exp":
+        return _time_or_exp(label, o["low"])
     return str
+
+
+def _time_or_exp(label: str, low):
+    """A time (a float >= ``low``) or ``exp:MEAN`` (kept as its text, checked by the system)."""
+    number = _float(label, low)
+
+    def parse(text):
+        return text.strip() if text.strip().startswith("exp:") else number(text)
+    return parse
 
 
 def _system_options() -> dict:
@@ -144,7 +155,7 @@ def _short_flags() -> dict:
 def _numeric() -> set:
     from ..system import option_fields
 
-    return {o["name"] for o in option_fields() if o["kind"] in ("int", "float")} | {"utilization"}
+    return {o["name"] for o in option_fields() if o["kind"] in ("int", "float", "time_or_exp")} | {"utilization"}
 
 
 def _choice(name, choices):

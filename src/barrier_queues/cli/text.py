@@ -26,7 +26,8 @@ def _fmt(value, spec=".4f") -> str:
 def _clock_words(cfg: dict) -> str:
     """A system's gang clock in words, from its description."""
     clock = (f"wait budget {cfg['wait_budget']}" if cfg.get("wait_budget") is not None
-             else f"hold timeout {cfg['hold_timeout']:g}")
+             else f"hold timeout {cfg['hold_timeout']:g}" if isinstance(cfg["hold_timeout"], float)
+             else f"hold timeout {cfg['hold_timeout']} (exponential)")
     words = f"{clock}, then {'the gang leaves' if cfg['on_budget'] == 'leave' else 'requeue'}"
     if cfg["on_budget"] == "requeue":
         base, _, cap = cfg["requeue_backoff"].partition(",")

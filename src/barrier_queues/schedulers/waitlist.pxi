@@ -37,6 +37,12 @@ cdef enum:
 
 MAX_REQUEUES_PER_JOB = C_MAX_REQUEUES_PER_JOB
 
+#: the stream number of a job's first exponential hold draw (barrier_queues.clocks.HOLD_DRAW: tested equal)
+cdef enum:
+    HOLD_DRAW = 1001
+
+KERNEL_HOLD_DRAW = HOLD_DRAW
+
 
 cdef struct Clocks:
     # gang clocks (barrier_queues.clocks; book Appendix B.8): a barrier job that waits its budget since it
@@ -71,7 +77,8 @@ cdef struct Clocks:
     int64_t fired                             # requeues in this call
     int64_t max_fired                         # more stops the call: the gangs starve, bounced by their clocks
     # hold (discipline hold): the head gang's hold, its timeout, and each job's held worker time
-    double timeout                            # the hold timeout T (from the hold's start)
+    double timeout                            # the hold timeout T (from the hold's start), or its mean
+    bint hold_exp                             # each job's T an exponential draw of mean timeout (per entry)
     int64_t holder                            # the job holding the free workers (-1: none)
     double mark                               # when its held worker time was last counted
     double* held                              # result: per job, worker time held idle for it
@@ -566,7 +573,10 @@ cdef void _gc_hold(Wait* q, double now) noexcept nogil:
     if q.g.holder < 0 and h >= 0 and q.barrier[h] and q.n_free > 0:
         q.g.holder = h
         q.g.mark = now
-        q.g.due[h] = now + q.g.timeout
+        if q.g.hold_exp:                          # (barrier_queues.clocks.hold_draw)
+            q.g.due[h] = now - q.g.timeout * log1p(-_gc_jitter_u(q.g.jseed, q.g.seq[h], HOLD_DRAW + q.g.requeues[h]))
+        else:
+            q.g.due[h] = now + q.g.timeout
         q.g.n_dl = _ev_push(q.g.dl_time, q.g.dl_job, q.g.n_dl, q.g.due[h], h)
 
 
@@ -1329,7 +1339,8 @@ cdef class WaitlistState:
     cdef public object rq_job                 # clocks: the return heap's jobs
     cdef public object clock_state            # clocks: [deadline entries, return entries]
     cdef public double aging                  # aging: the wait T after which the oldest job is EASY's head
-    cdef public double timeout                # hold: the hold timeout T
+    cdef public double timeout                # hold: the hold timeout T (or its mean)
+    cdef public bint hold_exp                 # hold: T drawn per job entry, exponential of mean timeout
     cdef public object hold_state             # hold: [the holder's window index (-1: none)]
     cdef public double hold_mark              # hold: when the holder's held time was last counted
     cdef public bint stormed                  # clocks: the last call stopped, too many requeues per job
@@ -1380,6 +1391,7 @@ cdef class WaitlistState:
         self.clock_state = np.zeros(2, dtype=np.int64)
         self.aging = INFINITY
         self.timeout = INFINITY
+        self.hold_exp = False
         self.hold_state = np.full(1, -1, dtype=np.int64)
         self.hold_mark = 0.0
         self.stormed = False
@@ -1423,10 +1435,11 @@ cdef void _gc_open(Wait* q, WaitlistState st, dict jobs, int64_t nw) except *:
     q.g.requeue, q.g.base, q.g.cap, q.g.limit = st.requeue, st.base, st.cap, st.limit
     q.g.evict, q.g.jitter, q.g.jseed = st.evict, st.jitter, st.jseed
     q.g.seq, q.g.entry, q.g.order, q.g.n_order = NULL, NULL, NULL, 0
-    if q.g.jitter > 0:
+    q.g.hold_exp = st.hold_exp
+    if q.g.jitter > 0 or q.g.hold_exp:
         seq = jobs["seq"]
         if seq.shape[0] != nw:
-            raise ValueError("run_waitlist: the jitter needs seq per window job")
+            raise ValueError("run_waitlist: the jitter and exponential hold timeouts need seq per window job")
         q.g.seq = &seq[0] if nw else NULL
     if q.g.evict:
         entry, order = jobs["entry"], jobs["order"]

@@ -224,7 +224,8 @@ class _Window:
         if system.aging_after is not None:
             self.state.aging = system.aging_after
         if system.hold_timeout is not None:
-            self.state.timeout = system.hold_timeout
+            setting = clocks.settings(system)
+            self.state.timeout, self.state.hold_exp = setting["timeout"], setting["hold_exp"]
         self.hold = system.scheduling == "hold"
         # (read by the kernel only; with barrier jobs only, each unit is a job and the kernel reads its job alone)
         self.units = None                                    # with failures, the units (set by the first chunk)
@@ -633,7 +634,7 @@ def run(system, jobs, rng, saturated, trace, sink, discipline: str | None = None
     kernel, frame = 0.0, None
     frng = failure_stream(rng) if window.fail else None
     crng = child_stream(rng) if window.clock else None
-    if window.clock and window.state.jitter > 0:
+    if window.clock and (window.state.jitter > 0 or window.state.hold_exp):
         window.state.jseed = clocks.jitter_seed(crng)
     if trace and window.fail:
         raise ParameterError("trace must be False with failure_rate: a trace records one attempt per task, and "

@@ -56,7 +56,7 @@ import heapq
 import math
 
 from .. import nodes
-from ..clocks import backoff, jitter_u
+from ..clocks import backoff, hold_draw, jitter_u
 from ..reference import service, service_args
 
 
@@ -174,7 +174,9 @@ class _Waitlist:
             self.holder = None
         if self.holder is None and head is not None and self.barrier[head] and self.free:
             self.holder, self.mark = head, now
-            self.deadline_at[head] = now + self.clock["timeout"]
+            c = self.clock
+            self.deadline_at[head] = (now + hold_draw(c.get("jitter_seed", 0), head, self.res["requeues"][head],
+                                                      c["timeout"]) if c.get("hold_exp") else now + c["timeout"])
             heapq.heappush(self.deadlines, (self.deadline_at[head], head))
 
     def fire(self, now):
