@@ -99,6 +99,8 @@ def test_an_edited_task_law_file_is_not_served_from_the_folder(tmp_path):
     (["--moldable", "fixed", "--requirement", "9", "-k", "12"], "requirement must be at most servers = 8"),
     (["--moldable", "patience", "--scheduling", "first-fit"], "must not be combined with --scheduling"),
     (["--moldable", "patience", "--warmup", "10"], "must not be combined with --warmup"),
+    (["--moldable", "patience", "--clock-preset", "kueue"], "must not be combined with --clock-preset"),
+    (["--moldable", "patience", "--trim"], "must not be combined with --trim"),
     (["--moldable", "patience", "--arrival-rate", "0.1"], "exactly one of arrival_rate and utilization"),
     (["--moldable", "patience,patience"], "must list distinct values"),
     (["--moldable", "take-half"], "moldable must be one of"),
@@ -152,3 +154,18 @@ def test_deterministic_arrivals_reach_every_point(tmp_path):
                           seed=point_seed(7, point))
     poisson = simulate_moldable(4, 4, 0.5, "take-random", jobs=3_000, replications=3, seed=point_seed(7, point))
     assert table.mean_waiting[0] == r["mean_waiting"] != poisson["mean_waiting"]
+
+
+def test_an_option_a_sweep_mode_does_not_read_is_refused_by_construction():
+    """Each mode of sweep refuses every option it does not read, from the parser itself: an option added to
+    sweep is refused by a mode until the mode reads it (no list of refused options to keep)."""
+    from barrier_queues.cli import build_parser
+    from barrier_queues.cli.sweep import _ALWAYS, _unread
+
+    parser = build_parser(["sweep"])
+    sweep_parser = next(a for a in parser._actions if a.dest == "command").choices["sweep"]
+    sweep_parser.add_argument("--brand-new", default=None)
+    args = parser.parse_args(["sweep", "--out", "x", "-s", "4", "--brand-new", "1", "--jobs", "50"])
+    assert _unread(args, ("servers", *_ALWAYS)) == ["--jobs", "--brand-new"]
+    assert _unread(args, ("servers", "jobs", "brand_new", *_ALWAYS)) == []
+

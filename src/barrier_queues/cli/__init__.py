@@ -120,8 +120,10 @@ def main(argv=None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
-            _apply_clock_preset(args)
+            notice = _apply_clock_preset(args)
             out = args.run(args)
+        if notice:                                     # (after the command accepted its options: no second line)
+            print(notice, file=sys.stderr, flush=True)
     except ParameterError as exc:
         parser.exit(2, f"{PROG}: error: {exc}\n")
     except KeyboardInterrupt:

@@ -305,20 +305,22 @@ def _add_clock_preset(p) -> None:
     p.set_defaults(_parser=p)
 
 
-def _apply_clock_preset(args) -> None:
+def _apply_clock_preset(args) -> str | None:
     """Set each clock option of ``args.clock_preset`` that was not given, parsed by its own option's parser (a
-    list where the command takes lists); said on stderr."""
+    list where the command takes lists); ``args._preset_set`` names the options it set. Returns the notice to
+    show on stderr once the command has accepted its options (None without a preset)."""
     name = getattr(args, "clock_preset", None)
     if name is None:
-        return
+        return None
     from ..clocks import PRESETS
 
     parser, taken = args._parser, []
+    args._preset_set = []
     for dest, text in PRESETS[name].options.items():
         if getattr(args, dest, None) is None:
             action = next(a for a in parser._actions if a.dest == dest)
             setattr(args, dest, action.type(text) if action.type else text)
             taken.append(f"{action.option_strings[0]} {text}")
-    print(f"barrier-queues: --clock-preset {name}: " + (", ".join(taken) if taken else "every option given beside it"),
-          file=sys.stderr, flush=True)
+            args._preset_set.append(dest)
+    return f"barrier-queues: --clock-preset {name}: " + (", ".join(taken) if taken else "every option given beside it")
 

@@ -63,8 +63,9 @@ SIMULATE_DEFAULTS: dict = {}
 def _simulate_moldable(args) -> dict:
     from ..moldable import simulate_moldable
 
+    preset = set(getattr(args, "_preset_set", ()))           # (options a clock preset set: named by the preset)
     given = [name for name, default in SIMULATE_DEFAULTS.items()
-             if name not in MOLDABLE_READS and getattr(args, name, default) != default]
+             if name not in MOLDABLE_READS and name not in preset and getattr(args, name, default) != default]
     if args.saturated:
         given += [name for name in MOLDABLE_SATURATED_REFUSED if getattr(args, name) is not None]
     if given:

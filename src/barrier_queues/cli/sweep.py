@@ -12,10 +12,31 @@ from .options import (
     _float,
     _list,
     _moldable_options,
+    _option_parser,
     _run_options,
     _system_options,
 )
 from .replay import REPLAY_FIELDS, _located_trace, _seed_needs_failures
+
+#: what every mode of sweep reads beside its own options: where the table goes, and how it is shown
+_ALWAYS = ("out", "format", "json", "seed")
+#: the run options of a grid of drawn systems (``_run_options``) and where its points run
+_GRID_RUN = ("jobs", "replications", "warmup", "workers", "allow_unstable", "precision", "precision_abs", "budget",
+             "backend", "master")
+#: the options only a trace sweep reads (beside the replay fields: ``REPLAY_FIELDS``)
+_TRACE_OWN = ("trace", "estimates", "load_scale", "bsld_tau", "trim")
+
+
+def _unread(args, reads) -> list[str]:
+    """The options given (away from their defaults) that a mode does not read: every option of the parser but
+    ``reads``, so that an option added to sweep is refused by the modes that ignore it until they read it."""
+    preset = set(getattr(args, "_preset_set", ()))
+    given = [action.option_strings[0] for action in args._parser._actions
+             if action.option_strings and action.dest not in reads and action.dest not in preset
+             and action.dest != "help" and getattr(args, action.dest, action.default) != action.default]
+    if preset - set(reads):                        # the options a preset set: named by the preset
+        given.append("--clock-preset")
+    return given
 
 
 def _sweep(args) -> dict:
@@ -27,19 +48,18 @@ def _sweep(args) -> dict:
         return _trace_sweep(args)
     if args.moldable is not None:
         return _moldable_sweep(args)
-    for flag, value in (("--take-fraction", args.take_fraction), ("--patience-wait", args.patience_wait),
-                        ("--requirement", args.requirement)):
-        if value is not None:
-            raise ParameterError(f"{flag} must come with --moldable (got {flag} without it)")
-    for flag, value in (("--estimates", args.estimates), ("--load-scale", args.load_scale),
-                        ("--bsld-tau", args.bsld_tau), ("--trim", args.trim or None)):
-        if value is not None:
-            raise ParameterError(f"{flag} must come with --trace (got {flag} without a trace): it sets how a "
-                                 "trace is replayed")
+    from ..moldable_policies import OPTIONS
+
+    system = [dest for _, (dest, _, _) in _system_options().items()]
+    given = _unread(args, (*system, *_GRID_RUN, *_ALWAYS, "clock_preset"))
+    if given:
+        flag = given[0]
+        mode = "--moldable" if flag.lstrip("-").replace("-", "_") in OPTIONS else "--trace"
+        raise ParameterError(f"{flag} must come with {mode} (got {flag} without it: a sweep of drawn systems "
+                             f"does not read it)")
     where = resolve(args.backend, args.master)            # (the SWEEP_BACKEND setting, checked, when not given)
 
-    options = {dest: getattr(args, dest) for _, (dest, _, _) in _system_options().items()
-               if getattr(args, dest) is not None}
+    options = {dest: getattr(args, dest) for dest in system if getattr(args, dest) is not None}
     if "servers" not in options:
         raise ParameterError("--servers must be given (an integer >= 1, or a comma-separated list)")
     grid = grid_from_options(options)
@@ -51,29 +71,13 @@ def _sweep(args) -> dict:
             "rows": table.to_dict(orient="records") if args.json else None, "_table": table}
 
 
-def _refused_run_flags(args, kept=()) -> list[str]:
-    """The sweep's run options given away from their defaults, outside ``kept``."""
-    return [flag for flag, value, default in (("--jobs", args.jobs, 100_000),
-                                              ("--replications", args.replications, 1),
-                                              ("--warmup", args.warmup, None), ("--workers", args.workers, None),
-                                              ("--allow-unstable", args.allow_unstable, False),
-                                              ("--precision", args.precision, None),
-                                              ("--precision-abs", args.precision_abs, None),
-                                              ("--budget", args.budget, None), ("--backend", args.backend, None),
-                                              ("--master", args.master, None))
-            if value != default and flag not in kept]
-
-
 def _moldable_sweep(args) -> dict:
+    from ..moldable_policies import OPTIONS
     from ..sweep import MOLDABLE_GRID, moldable_sweep
 
-    # the system options a moldable sweep takes are its grid's (and --task-rate, read as an exponential law)
-    given = [flag for flag, (dest, _, _) in _system_options().items()
-             if getattr(args, dest) is not None and dest not in (*MOLDABLE_GRID, "task_rate")]
-    given += _refused_run_flags(args, kept=("--jobs", "--replications"))
-    given += [flag for flag, value in (("--estimates", args.estimates), ("--load-scale", args.load_scale),
-                                       ("--bsld-tau", args.bsld_tau), ("--trim", args.trim or None))
-              if value is not None]
+    # a moldable sweep reads its grid's options (and --task-rate, read as an exponential law), --jobs and
+    # --replications: any other option given is refused
+    given = _unread(args, (*MOLDABLE_GRID, *OPTIONS, "task_rate", "jobs", "replications", *_ALWAYS))
     if given:
         raise ParameterError(f"--moldable must not be combined with {', '.join(given)} in a sweep (it varies "
                              "--servers, --tasks, --barriers, the policies' options and the load)")
@@ -97,13 +101,8 @@ def _moldable_sweep(args) -> dict:
 def _trace_sweep(args) -> dict:
     from ..sweep import trace_sweep
 
-    # the system options a trace sweep takes are the fields a replay reads (the trace sets everything else)
-    given = [flag for flag, (dest, _, _) in _system_options().items()
-             if getattr(args, dest) is not None and dest not in REPLAY_FIELDS]
-    given += _refused_run_flags(args)
-    given += [flag for flag, value in (("--moldable", args.moldable), ("--take-fraction", args.take_fraction),
-                                       ("--patience-wait", args.patience_wait), ("--requirement", args.requirement))
-              if value is not None]
+    # a trace sweep reads the fields a replay reads (the trace sets everything else) and how it is replayed
+    given = _unread(args, (*REPLAY_FIELDS, *_TRACE_OWN, *_ALWAYS, "clock_preset"))
     if given:
         raise ParameterError(f"--trace takes its workload from the trace: {', '.join(given)} must not be given with "
                              "it (a trace sweep varies --servers, --scheduling, --estimates and --load-scale)")
@@ -144,6 +143,19 @@ def _print_sweep(out: dict) -> None:
     print(f"{out['points']} points in {out['out']} ({out['backend']} backend)")
 
 
+def _trace_grid_options(sw) -> None:
+    """The replay fields a trace sweep varies besides the system's (``estimates``, ``load_scale``), generated
+    from their field metadata as replay's own (:func:`barrier_queues.system.option_fields`)."""
+    from ..system import option_fields
+
+    offered = {o["name"]: o for o in option_fields("replay")}
+    for name in ("estimates", "load_scale"):
+        o = offered[name]
+        choices = f" ({', '.join(o['choices'])})" if o["kind"] == "choice" else ""
+        sw.add_argument(o["flag"], dest=name, type=_list(_option_parser(o)), default=None,
+                        help=f"with --trace: {o['help']}{choices} (a list sweeps it)")
+
+
 def _add_sweep(sub) -> None:
     sw = sub.add_parser("sweep", help=COMMAND_HELP["sweep"],
                         description="One row per grid point: the options of simulate, numeric ones may be lists.")
@@ -159,10 +171,7 @@ def _add_sweep(sub) -> None:
     sw.add_argument("--trace", default=None,
                     help="a trace as the workload (SWF, CSV or Spark event log, as replay reads it): one replay per "
                          "combination of --servers, --scheduling, --estimates and --load-scale")
-    sw.add_argument("--estimates", type=_list(_choice("estimates", ("exact", "requested"))), default=None,
-                    help="with --trace: EASY's runtime predictions, exact or requested (a list sweeps it)")
-    sw.add_argument("--load-scale", type=_list(_float("load-scale", 1e-3, 1e3)), default=None,
-                    help="with --trace: compress submissions by this factor (a list sweeps it)")
+    _trace_grid_options(sw)
     sw.add_argument("--bsld-tau", type=_float("bsld-tau", 0, 1e9, open_low=True), default=None,
                     help="with --trace: bounded slowdown's threshold (default 10 s)")
     sw.add_argument("--trim", action="store_true", help="with --trace: the Tsafrir 2007 trimming")
