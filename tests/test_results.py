@@ -310,3 +310,4 @@ def test_a_claims_tolerance_must_say_where_it_comes_from(tmp_path):
     results.record_claims("x", [{**row, "tolerance": "ours: 10 %"}, row], folder=tmp_path)
     saved = json.loads((tmp_path / "claims-x.json").read_text())["claims"]
     assert saved[0]["tolerance"] == "ours: 10 %" and "tolerance" not in saved[1]
+    assert list(results.load_claims(tmp_path).tolerance) == ["ours: 10 %", ""]      # (what the claims page shows)

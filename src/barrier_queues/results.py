@@ -413,12 +413,14 @@ def findings(claims: list[dict]) -> str:
 
 
 def load_claims(folder=DEFAULT_FOLDER) -> pd.DataFrame:
-    """All recorded claims: ``chapter, result, claim, test, reproduced, verdict, note``."""
+    """All recorded claims: ``chapter, result, claim, test, reproduced, verdict, note, tolerance`` (the tolerance
+    an empty text where a row has none)."""
     rows = []
     for path in sorted(Path(folder).glob("claims-*.json")):
         data = json.loads(path.read_text())
-        rows += [{"chapter": data["chapter"], **c} for c in data["claims"]]
-    return pd.DataFrame(rows, columns=["chapter", "result", "claim", "test", "reproduced", "verdict", "note"])
+        rows += [{"chapter": data["chapter"], "tolerance": "", **c} for c in data["claims"]]
+    return pd.DataFrame(rows, columns=["chapter", "result", "claim", "test", "reproduced", "verdict", "note",
+                                       "tolerance"])
 
 
 def load_chosen(folder=DEFAULT_FOLDER) -> pd.DataFrame:
