@@ -96,7 +96,9 @@ def test_the_philly_log_by_cluster_on_the_helios_sizes():
 def test_by_cluster_refuses_what_it_cannot_honour(tmp_path):
     path = _write(tmp_path, SMALL)
     for extra, flag in ((["--servers", "8"], "--servers"), (["--scheduling", "fcfs,fcfs"], "--scheduling"),
-                        (["--scheduling", "fcfs,first-fit", "--aging-after", "5"], "aging_after")):
+                        (["--scheduling", "fcfs,first-fit", "--aging-after", "5"], "aging_after"),
+                        (["--shake", "3"], "--shake must not be given"),            # (it was ignored)
+                        (["--resample", "3", "--resample-load", "2"], "--resample, --resample-load must not")):
         out = subprocess.run([*CLI, "replay", str(path), "--by-cluster", "a:4", *extra], capture_output=True,
                              text=True)
         assert out.returncode == 2 and flag in out.stderr and len(out.stderr.strip().splitlines()) == 1

@@ -324,3 +324,15 @@ def _apply_clock_preset(args) -> str | None:
             args._preset_set.append(dest)
     return f"barrier-queues: --clock-preset {name}: " + (", ".join(taken) if taken else "every option given beside it")
 
+
+def _unread(args, reads) -> list[str]:
+    """The options given (away from their defaults) that a mode of a command does not read: every option of the
+    command's parser but ``reads``, so that an option added to a command is refused by the modes that ignore it
+    until they read it (options a clock preset set are named ``--clock-preset``)."""
+    preset = set(getattr(args, "_preset_set", ()))
+    given = [action.option_strings[0] for action in args._parser._actions
+             if action.option_strings and action.dest not in reads and action.dest not in preset
+             and action.dest != "help" and getattr(args, action.dest, action.default) != action.default]
+    if preset - set(reads):                        # the options a preset set: named by the preset
+        given.append("--clock-preset")
+    return given

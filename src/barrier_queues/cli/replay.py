@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from .._validation import ParameterError
-from .options import COMMAND_HELP, _add_clock_preset, _float, _int, _list, _option_parser
+from .options import COMMAND_HELP, _add_clock_preset, _float, _int, _list, _option_parser, _unread
 from .text import _fmt
 
 
@@ -41,24 +41,16 @@ def _replay(args) -> dict:
         except ValueError:
             raise ParameterError(f"--size-classes must be comma-separated integers >= 1, the lower bounds of k "
                                  f"(got {args.size_classes!r})") from None
-    trace = read_trace(args.trace, width=args.width)
-    if args.by_cluster is not None:
-        return _replay_by_cluster(args, trace, edges)
-    if args.shake is not None and args.resample is not None:
-        raise ParameterError("--shake and --resample must not be given together: each makes its own copies of the log")
-    if args.shake is not None or args.resample is not None:
-        return _replay_shaken(args, trace)
-    if args.shake_by is not None:
-        raise ParameterError("--shake-by must come with --shake N (got --shake-by alone)")
-    if args.resample_load is not None:
-        raise ParameterError("--resample-load must come with --resample N (got --resample-load alone)")
     grid = {name: values for name, values in (("servers", args.servers), ("scheduling", args.scheduling),
                                                ("estimates", args.estimates), ("load_scale", args.load_scale))
             if values is not None and len(values) > 1}
+    _check_mode(args, grid)
+    trace = read_trace(args.trace, width=args.width)
+    if args.by_cluster is not None:
+        return _replay_by_cluster(args, trace, edges)
+    if args.shake is not None or args.resample is not None:
+        return _replay_shaken(args, trace)
     if grid:                                             # a trace as the workload of a grid: one row per point
-        if args.jobs_out is not None or args.size_classes is not None:
-            raise ParameterError("--jobs-out and --size-classes must come with one value of each option (got a "
-                                 "grid: " + ", ".join(f"{k} {v}" for k, v in grid.items()) + ")")
         from ..replay import replay_grid
 
         fixed = {name: values[0] for name, values in (("servers", args.servers), ("scheduling", args.scheduling),
@@ -77,29 +69,54 @@ def _replay(args) -> dict:
     return out
 
 
+#: what every mode of replay reads: the log, how it is read and measured, and the system fields of a replay
+_READ_ALWAYS = ("trace", "width", "bsld_tau", "trim", "seed", "json", "clock_preset")
+
+
+def _check_mode(args, grid: dict) -> None:
+    """The mode of a replay (by cluster, shaken, resampled, a grid, one replay) and the options it reads; any
+    other option given is refused in one line, by construction (:func:`barrier_queues.cli.options._unread`)."""
+    fields = (*REPLAY_FIELDS, *_READ_ALWAYS)
+    if args.shake is not None and args.resample is not None:
+        raise ParameterError("--shake and --resample must not be given together: each makes its own copies of the log")
+    if args.by_cluster is not None:
+        mode, reads = "--by-cluster runs each cluster on its own size", (*fields, "by_cluster", "size_classes")
+        reads = tuple(r for r in reads if r != "servers")
+    elif args.shake is not None:
+        mode, reads = "--shake reports each point's metrics over the copies", (*fields, "shake", "shake_by")
+    elif args.resample is not None:
+        mode, reads = "--resample reports each point's metrics over the copies", (*fields, "resample",
+                                                                                 "resample_load")
+    elif grid:
+        mode = "a grid (" + ", ".join(f"{k} {v}" for k, v in grid.items()) + ") reports one row per point"
+        reads = fields
+    else:
+        mode, reads = "one replay", (*fields, "size_classes", "jobs_out", "force")
+    given = _unread(args, reads)
+    owners = {"--shake-by": "--shake N", "--resample-load": "--resample N"}
+    if given and given[0] in owners:
+        raise ParameterError(f"{given[0]} must come with {owners[given[0]]} (got it with {mode.split()[0]})"
+                             if mode != "one replay" else f"{given[0]} must come with {owners[given[0]]} (got "
+                             f"{given[0]} alone)")
+    if given:
+        raise ParameterError(f"{mode}: {', '.join(given)} must not be given with it")
+
+
 def _replay_shaken(args, trace) -> dict:
     """``replay --shake N`` or ``--resample N``: the grid (or the one replay) on the log and on N shaken or
     resampled copies."""
     from ..replay import shaken_grid
     from ..resampling import resampled_grid
 
-    given = [flag for flag, value in (("--jobs-out", args.jobs_out), ("--size-classes", args.size_classes)) if value]
-    if given:
-        raise ParameterError(f"--shake and --resample report each point's metrics over the copies: "
-                             f"{', '.join(given)} must not be given with them")
     grid = {name: values for name, values in (("servers", args.servers), ("scheduling", args.scheduling),
                                                ("estimates", args.estimates), ("load_scale", args.load_scale))
             if values is not None}
     failures = _replay_failures(args)
     if args.resample is not None:
-        if args.shake_by is not None:
-            raise ParameterError("--shake-by must come with --shake N (got it with --resample)")
         table, info = resampled_grid(trace, grid, args.resample, 1.0 if args.resample_load is None else
                                      args.resample_load, seed=failures.pop("seed"), tau=args.bsld_tau,
                                      trim=args.trim, **failures)
         return {"trace": trace.describe(), "rows": table.to_dict(orient="records"), "shaken": info, "_table": table}
-    if args.resample_load is not None:
-        raise ParameterError("--resample-load must come with --resample N (got it with --shake)")
     table, info = shaken_grid(trace, grid, args.shake, 60.0 if args.shake_by is None else args.shake_by,
                               seed=failures.pop("seed"), tau=args.bsld_tau, trim=args.trim, **failures)
     return {"trace": trace.describe(), "rows": table.to_dict(orient="records"), "shaken": info, "_table": table}
@@ -117,9 +134,6 @@ def _replay_by_cluster(args, trace, edges) -> dict:
     spec = args.by_cluster.strip()
     if Path(spec).is_file():
         spec = ",".join(x.strip() for x in Path(spec).read_text().replace("\n", ",").split(",") if x.strip())
-    given = [flag for flag, value in (("--servers", args.servers), ("--jobs-out", args.jobs_out)) if value]
-    if given:
-        raise ParameterError(f"--by-cluster runs each cluster on its own size (got {', '.join(given)})")
     for name in ("scheduling", "estimates", "load_scale"):
         values = getattr(args, name)
         if len(set(map(str, values))) < len(values):

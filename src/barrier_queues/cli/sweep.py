@@ -15,6 +15,7 @@ from .options import (
     _option_parser,
     _run_options,
     _system_options,
+    _unread,
 )
 from .replay import REPLAY_FIELDS, _located_trace, _seed_needs_failures
 
@@ -25,18 +26,6 @@ _GRID_RUN = ("jobs", "replications", "warmup", "workers", "allow_unstable", "pre
              "backend", "master")
 #: the options only a trace sweep reads (beside the replay fields: ``REPLAY_FIELDS``)
 _TRACE_OWN = ("trace", "estimates", "load_scale", "bsld_tau", "trim")
-
-
-def _unread(args, reads) -> list[str]:
-    """The options given (away from their defaults) that a mode does not read: every option of the parser but
-    ``reads``, so that an option added to sweep is refused by the modes that ignore it until they read it."""
-    preset = set(getattr(args, "_preset_set", ()))
-    given = [action.option_strings[0] for action in args._parser._actions
-             if action.option_strings and action.dest not in reads and action.dest not in preset
-             and action.dest != "help" and getattr(args, action.dest, action.default) != action.default]
-    if preset - set(reads):                        # the options a preset set: named by the preset
-        given.append("--clock-preset")
-    return given
 
 
 def _sweep(args) -> dict:
