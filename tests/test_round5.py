@@ -156,7 +156,7 @@ MOLDABLE = ["simulate", "--moldable", "take-fraction", "--take-fraction", "0.5",
 @pytest.mark.parametrize("extra, flag", [
     (["--max-attempts", "3"], "--max-attempts"), (["--probe-ratio", "2"], "--probe-ratio"),
     (["--min-fraction", "0.5"], "--min-fraction"), (["--sync", "spark"], "--sync"),
-    (["--checkpoint-interval", "1"], "--checkpoint-interval"), (["--revive", "1"], "--revive-interval"),
+    (["--checkpoint-interval", "1"], "--checkpoint-interval"), (["--revive", "1"], "combined with --revive:"),
     (["--force"], "--force"), (["--workers", "2"], "--workers"),
     (["--task-dist", "exp:rate=1", "--task-rate", "2"], "--task-rate must not be given with --task-dist")])
 def test_an_option_moldable_jobs_do_not_read_is_refused(extra, flag):

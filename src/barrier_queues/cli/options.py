@@ -330,9 +330,9 @@ def _unread(args, reads) -> list[str]:
     command's parser but ``reads``, so that an option added to a command is refused by the modes that ignore it
     until they read it (options a clock preset set are named ``--clock-preset``)."""
     preset = set(getattr(args, "_preset_set", ()))
-    given = [action.option_strings[0] for action in args._parser._actions
+    given = [max(action.option_strings, key=len) for action in args._parser._actions
              if action.option_strings and action.dest not in reads and action.dest not in preset
              and action.dest != "help" and getattr(args, action.dest, action.default) != action.default]
-    if preset - set(reads):                        # the options a preset set: named by the preset
+    if preset - set(reads) and "--clock-preset" not in given:     # the options a preset set: named by the preset
         given.append("--clock-preset")
     return given

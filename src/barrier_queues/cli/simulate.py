@@ -17,6 +17,7 @@ from .options import (
     _moldable_options,
     _run_options,
     _system,
+    _unread,
 )
 from .text import _clock_words, _fmt, _law_words, _print_clocks, _print_failures, _print_verdict
 
@@ -49,28 +50,24 @@ def _print_stability(out: dict) -> None:
 
 
 #: what a moldable run reads of simulate's options (Appendix B, section 7); every other option of simulate given
-#: with --moldable is refused, found by comparing each option with its default (SIMULATE_DEFAULTS), so that an
-#: option added to simulate is refused with --moldable until the moldable path reads it
+#: with --moldable is refused, found by comparing each option of the parser with its default (options._unread),
+#: so that an option added to simulate is refused with --moldable until the moldable path reads it
 MOLDABLE_READS = {"servers", "tasks", "barriers", "task_dist", "task_rate", "arrival_rate", "utilization", "arrival",
                   "jobs", "replications", "seed", "saturated", "moldable", "take_fraction", "patience_wait",
                   "requirement", "allow_unstable", "json"}
 #: the saturated moldable run: all jobs at time 0, so no load and no arrival process
 MOLDABLE_SATURATED_REFUSED = ("arrival_rate", "utilization", "arrival")
-#: simulate's options and their defaults (filled when its parser is built)
-SIMULATE_DEFAULTS: dict = {}
 
 
 def _simulate_moldable(args) -> dict:
     from ..moldable import simulate_moldable
 
-    preset = set(getattr(args, "_preset_set", ()))           # (options a clock preset set: named by the preset)
-    given = [name for name, default in SIMULATE_DEFAULTS.items()
-             if name not in MOLDABLE_READS and name not in preset and getattr(args, name, default) != default]
+    given = _unread(args, MOLDABLE_READS)
     if args.saturated:
-        given += [name for name in MOLDABLE_SATURATED_REFUSED if getattr(args, name) is not None]
+        given += ["--" + name.replace("_", "-") for name in MOLDABLE_SATURATED_REFUSED
+                  if getattr(args, name) is not None]
     if given:
-        flags = ", ".join("--" + g.replace("_", "-") for g in given)
-        raise ParameterError(f"--moldable must not be combined with {flags}: a moldable run reads only "
+        raise ParameterError(f"--moldable must not be combined with {', '.join(given)}: a moldable run reads only "
                              f"{', '.join('--' + n.replace('_', '-') for n in sorted(MOLDABLE_READS))} "
                              "(the load as --arrival-rate or --utilization, or --saturated for the limit)")
     if args.task_dist is not None and args.task_rate is not None:
@@ -316,4 +313,3 @@ def _add_simulate(sub) -> None:
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     _add_clock_preset(sim)
     sim.set_defaults(run=_simulate, show=_print_simulation)
-    SIMULATE_DEFAULTS.update({a.dest: a.default for a in sim._actions if a.dest != "help"})
