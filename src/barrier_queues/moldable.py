@@ -26,8 +26,8 @@ leaves it waiting (which blocks the jobs behind it):
 
 This module is the model's plain-Python implementation (:func:`moldable_run`, per job: the reference), its
 compiled kernel (:func:`moldable_compiled`, ``_moldable.pxi``: the same starts, departures and workers, bit for
-bit, tested) and its simulation front (:func:`simulate_moldable`: replications, MSER-5 warm-up, t intervals
-over replications, the drift test), which runs the kernel.
+bit, tested) and its simulation front (:func:`simulate_moldable`: replications, one MSER-5 warm-up for all of
+them, t intervals over replications, the drift test), which runs the kernel.
 """
 
 from __future__ import annotations
@@ -40,13 +40,11 @@ import numpy as np
 from . import moldable_policies
 from ._validation import ParameterError, check_choice, check_int
 from .moldable_policies import PATIENCE_WAITS
-from .statistics import drift, mser_truncation, t_interval
+from .statistics import drift, replicated_warmup, t_interval
 from .system import MAX_SERVERS
 
 #: the policies' names (the registry's: barrier_queues.moldable_policies)
 POLICIES = moldable_policies.names()
-#: MSER-5: the warm-up is chosen over means of blocks of this many jobs
-MSER_BLOCK = 5
 #: the most task times one replication may draw (they are drawn at once: 8 bytes each)
 MAX_DRAWS = 200_000_000
 
@@ -186,15 +184,17 @@ def _law(task_dist):
             else parse_task_distribution(task_dist) if isinstance(task_dist, str) else as_task_distribution(task_dist))
 
 
-def _replication_means(out: dict, arrivals: np.ndarray) -> dict:
-    """One replication's means after its MSER-5 warm-up (in whole blocks of jobs)."""
+def _replication_series(out: dict, arrivals: np.ndarray) -> dict:
+    """One replication's per-job waiting, execution and workers."""
     start, dep = np.asarray(out["start"]), np.asarray(out["departure"])
-    waiting, execution = start - arrivals, dep - start
-    blocks = waiting[: waiting.size - waiting.size % MSER_BLOCK].reshape(-1, MSER_BLOCK).mean(axis=1)
-    cut = mser_truncation(blocks)[0] * MSER_BLOCK
-    w, e, m = waiting[cut:], execution[cut:], np.asarray(out["workers"])[cut:]
+    return {"waiting": start - arrivals, "execution": dep - start, "workers": np.asarray(out["workers"])}
+
+
+def _replication_means(series: dict, cut: int) -> dict:
+    """One replication's means after the warm-up ``cut`` (jobs) chosen over all replications."""
+    w, e, m = series["waiting"][cut:], series["execution"][cut:], series["workers"][cut:]
     return {"waiting": float(w.mean()), "execution": float(e.mean()), "sojourn": float((w + e).mean()),
-            "workers": float(m.mean()), "warmup": int(cut), "series": waiting}
+            "workers": float(m.mean()), "warmup": int(cut), "series": series["waiting"]}
 
 
 def check_requirement(policy: str, requirement, servers: int) -> None:
@@ -227,7 +227,8 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
                       jobs: int = 20_000, replications: int = 10, seed=None, level: float = 0.95,
                       compiled: bool = True, requirement: int | None = None, allow_unstable: bool = False) -> dict:
     """Mean waiting, sojourn, execution and workers per job with t intervals over ``replications`` independent
-    replications of ``jobs`` jobs (MSER-5 warm-up per replication); ``stable`` from the drift test of every
+    replications of ``jobs`` jobs (one warm-up for all of them: MSER-5 on their averaged waiting times,
+    :func:`barrier_queues.statistics.replicated_warmup`); ``stable`` from the drift test of every
     replication's waiting times (and, for the work-conserving take-fraction and take-random with 1 barrier,
     the condition ``lambda k E[X] < s``); no means for a system that is not stable. ``k`` may exceed ``s`` (a
     job's tasks are dealt onto the workers it takes). ``task_dist``: any task law (default Exp(1)); ``arrival``: poisson
@@ -257,7 +258,11 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
         run = moldable_compiled if compiled else moldable_run
         out = run(arrivals, k, times, s, policy, take_fraction, uniforms, patience_wait, barriers == 2, mu,
                   requirement)
-        per.append(_replication_means(out, arrivals))
+        per.append(_replication_series(out, arrivals))
+    # one warm-up for all replications (MSER-5 on their averaged waiting, as every other simulation here: per
+    # replication MSER mistakes a replication's own excursions for a transient and biases the means low)
+    cut = replicated_warmup([p["waiting"] for p in per])[0]
+    per = [_replication_means(p, cut) for p in per]
     work_conserving = moldable_policies.POLICIES[policy].work_conserving and barriers == 1
     tests = [drift(p["series"]) for p in per]                        # every replication's waiting times
     drifting = any(t["drifting"] for t in tests)
@@ -271,7 +276,7 @@ def simulate_moldable(servers: int, tasks: int, arrival_rate: float, policy: str
                "warmup_jobs": [p["warmup"] for p in per],
                "ci": {"level": level},
                "method": ("compiled" if compiled else "plain-Python") + " model (barrier_queues.moldable), MSER-5 "
-                         "warm-up, t interval over replications"}
+                         "warm-up on the replications' averaged waiting, t interval over replications"}
     for key in ("waiting", "sojourn", "execution", "workers"):
         values = [p[key] for p in per]
         summary[f"mean_{key}"] = float(np.mean(values)) if stable is not False else None

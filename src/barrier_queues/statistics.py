@@ -248,6 +248,31 @@ def mser_truncation(block_means, max_fraction: float = 0.5) -> tuple[int, bool]:
     return d, d >= limit
 
 
+def segment_cut(d_blocks: int, segment_blocks: int, nsegments: int) -> int:
+    """An MSER truncation of ``d_blocks`` blocks rounded up to a segment boundary (segments of
+    ``segment_blocks`` blocks, ``nsegments`` of them, the last always kept): the segment where measuring
+    starts. The one rounding of :func:`finish_replications` and :func:`replicated_warmup`."""
+    return min(math.ceil(d_blocks / segment_blocks), nsegments - 1)
+
+
+def replicated_warmup(series: list) -> tuple[int, bool]:
+    """The warm-up (in jobs) of replications of one system given as whole per-job series of equal length:
+    MSER-5 on the block means **averaged over the replications**, rounded up to 1/100 of the run and applied
+    to every replication, as :func:`finish_replications` does for streamed runs (the blocks and segments
+    sized as :class:`RunAccumulator` sizes them). Returns the cut and whether MSER hit its limit."""
+    n = min(len(x) for x in series)
+    block = max(5, math.ceil(n / MAX_BLOCKS))
+    nblocks = n // block
+    if nblocks < 1:
+        return 0, False
+    segment_blocks = max(1, math.ceil(nblocks / SEGMENTS))
+    nsegments = math.ceil(nblocks / segment_blocks)
+    means = np.mean([np.asarray(x[:nblocks * block], dtype=float).reshape(nblocks, block).mean(axis=1)
+                     for x in series], axis=0)
+    d_blocks, at_limit = mser_truncation(means)
+    return segment_cut(d_blocks, segment_blocks, nsegments) * segment_blocks * block, at_limit
+
+
 def kendall_trend(y) -> tuple[float, float]:
     """Kendall's tau of ``y`` against its index, and the two-sided p-value of no trend.
 
@@ -846,7 +871,7 @@ def finish_replications(partials: list, saturated: bool = False) -> list[Replica
         with np.errstate(invalid="ignore", divide="ignore"):
             means = np.mean([p.blocks[i][filled] / p.blocks[-1][filled] for p in partials], axis=0)
         d_blocks, at_limit = mser_truncation(means)
-        g = min(math.ceil(d_blocks / first.segment_blocks), len(first.segment_hists) - 1, first.nsegments - 1)
+        g = min(segment_cut(d_blocks, first.segment_blocks, first.nsegments), len(first.segment_hists) - 1)
         rule = (f"MSER-5 on {'start spacings' if saturated else 'waiting times'}"
                 + (f" averaged over {len(partials)} replications" if len(partials) > 1 else "")
                 + (f" (batches of {first.block} jobs)" if first.block != 5 else "")
@@ -997,8 +1022,8 @@ def merge_histograms(histograms) -> LogHistogram:
 __all__ = ["ALPHA", "QUANTILES", "LogHistogram", "ReplicationStats", "RunAccumulator", "RunPartial", "batch_means",
            "deviation_from_linear", "finish_replications",
            "batch_means_interval", "binomial_tolerance", "drift", "lag1_test", "merge_histograms", "run_stability",
-           "load_stats", "mser_truncation", "quantile_interval", "save_stats", "t_interval", "wilson_interval",
-           "within",
+           "load_stats", "mser_truncation", "quantile_interval", "replicated_warmup", "save_stats", "segment_cut",
+           "t_interval", "wilson_interval", "within",
            "MIN_SATURATED_JOBS", "MIN_TAIL_JOBS", "MIN_UTILIZATION_JOBS"]
 
 
