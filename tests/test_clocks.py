@@ -577,6 +577,22 @@ def test_the_manuals_kueue_preset_on_kth_prints_what_the_manual_says():
     assert f"{with_clock['requeues_per_job']:.2f}" == requeues
     assert (waits[0]["k = 1"], waits[1]["k = 1"], waits[0]["k >= 64"], waits[1]["k >= 64"]) == (narrow, narrow0,
                                                                                              wide, wide0)
+    # and on the shaken copies the text quotes (seed 20261129; the log itself is the first of the 11)
+    from barrier_queues.replay import replay, shake
+    from barrier_queues.traces import read_trace
+
+    low, high = (float(x) for x in re.search(r"widest wait ([\d.]+) to\s+([\d.]+) times", text).groups())
+    kueue = {"wait_budget": "300", "on_budget": "requeue", "requeue_backoff": "60,3600",
+             "requeue_order": "eviction", "requeue_jitter": 0.0001}
+    log = read_trace(Path(os.environ["BARRIER_QUEUES_TRACES"]) / "KTH-SP2.swf.gz")
+    rng, ratios = np.random.default_rng(20261129), []
+    for i in range(11):
+        copy = log if i == 0 else shake(log, 60.0, rng)
+        a, b = ({c["class"]: c["mean_waiting"] for c in replay(copy, scheduling="first-fit", **clock).summary()[
+            "classes"]} for clock in ({}, kueue))
+        assert b["k = 1"] < a["k = 1"]
+        ratios.append(b["k >= 64"] / a["k >= 64"])
+    assert (f"{min(ratios[1:]):.2f}", f"{max(ratios[1:]):.2f}") == (f"{low:.2f}", f"{high:.2f}")
 
 
 @pytest.mark.parametrize("s, k, lam, mean", [(4, 2, 1.2, 1.0), (6, 3, 1.0, 2.0)])
@@ -620,3 +636,22 @@ def test_the_kernels_hold_stream_number_is_the_librarys():
 
     assert KERNEL_HOLD_DRAW == clocks.HOLD_DRAW == clocks.MAX_REQUEUES + 1
 
+
+
+def test_a_replay_with_exponential_hold_timeouts_takes_its_seed(tmp_path):
+    """--hold-timeout exp:MEAN draws each gang's timeout from --seed in a replay: the same seed gives the same
+    replay, another seed another one (it was refused as a seed without randomness)."""
+    import json
+    import subprocess
+    import sys
+
+    log = tmp_path / "log.csv"
+    log.write_text("submit,tasks,runtime\n" + "".join(f"{3.0 * i},{(1, 4, 8)[i % 3]},{20.0 + 7 * (i % 5)}\n"
+                                                       for i in range(300)))
+    cli = [sys.executable, "-m", "barrier_queues.cli", "replay", str(log), "--servers", "8", "--scheduling", "hold",
+           "--hold-timeout", "exp:5", "--json"]
+    runs = [json.loads(subprocess.run([*cli, "--seed", seed], capture_output=True, text=True, check=True).stdout)
+            for seed in ("1", "1", "2")]
+    assert runs[0] == runs[1] != runs[2] and runs[0]["lost_share"] > 0
+    alone = subprocess.run([*cli[:-5], "--seed", "1"], capture_output=True, text=True)
+    assert alone.returncode == 2 and "--seed must come with" in alone.stderr

@@ -443,3 +443,35 @@ def test_the_pyss_tables_are_the_record():
             assert cell.startswith(f"{r['same_start']:,} of {r['jobs']:,}")
             if r["explained_by_event_order"]:
                 assert f"({r['explained_by_event_order']:,}: pyss decides after each event)" in cell
+
+
+def test_a_starving_class_is_named_in_the_replay_its_json_and_grid_rows(tmp_path):
+    """A gang of the whole machine behind a stream of one-task jobs under first-fit starts only after the last
+    submission: its class counts the late start and is named starving in the summary, the text and the grid
+    rows; under fcfs nothing starves (its waiting only grows as the gang waits its turn)."""
+    import json
+    import subprocess
+    import sys
+
+    from barrier_queues.replay import replay, replay_grid
+    from barrier_queues.traces import read_trace
+
+    rows = ["submit,tasks,runtime"] + [f"{float(i)},1,3.0" for i in range(200)]
+    rows.insert(11, "10.5,4,1.0")
+    path = tmp_path / "log.csv"
+    path.write_text("\n".join(rows) + "\n")
+    trace = read_trace(path)
+    out = replay(trace, servers=4, scheduling="first-fit").summary()
+    wide = next(c for c in out["classes"] if c["class"] == "k >= 4")
+    assert wide["late_starts"] == 1 and wide["starving"] and out["starving_classes"] == ["k >= 4"]
+    assert out["late_starts"] == 1
+    fifo = replay(trace, servers=4, scheduling="fcfs").summary()
+    assert fifo["late_starts"] == 0 and fifo["starving_classes"] == []
+    table = replay_grid(trace, {"servers": 4, "scheduling": ["fcfs", "first-fit"]})
+    assert list(table.starving_classes) == ["", "k >= 4"] and list(table.late_starts) == [0, 1]
+    cli = [sys.executable, "-m", "barrier_queues.cli", "replay", str(path), "--servers", "4", "--scheduling",
+           "first-fit"]
+    text = subprocess.run(cli, capture_output=True, text=True, check=True).stdout
+    assert "starving          k >= 4" in text
+    assert json.loads(subprocess.run([*cli, "--json"], capture_output=True, text=True,
+                                     check=True).stdout)["starving_classes"] == ["k >= 4"]

@@ -52,6 +52,7 @@ import pandas as pd
 
 from . import clocks
 from ._validation import ParameterError, check_int, check_positive
+from .statistics import drift
 from .trace_workload import ESTIMATES
 from .traces import Trace
 
@@ -260,15 +261,31 @@ def trace_metrics(jobs: pd.DataFrame, servers: int, tau: float = BSLD_TAU, trim:
     if "lost" in jobs:
         out.update(_lost(measured, lost, work, jobs.requeues.to_numpy(), jobs.backoff.to_numpy(dtype=float)))
     out.pop("share")
+    last = float(submit.max())
     for c, label in enumerate(labels):
         sel = m & (cls == c)
         if sel.any() or (lost & measured & (cls == c)).any():
-            row = {"class": label, **_block(w[sel], sojourn[sel], bsld[sel], int(m.sum()))}
+            row = {"class": label, **_block(w[sel], sojourn[sel], bsld[sel], int(m.sum())),
+                   **_class_verdict(w[sel], start[sel], last)}
             if "lost" in jobs:
                 mine = measured & (cls == c)
                 row.update(_lost(mine, lost, work, jobs.requeues.to_numpy(), jobs.backoff.to_numpy(dtype=float)))
             out["classes"].append(row)
+    out["late_starts"] = int(sum(r["late_starts"] for r in out["classes"]))
+    out["starving_classes"] = [r["class"] for r in out["classes"] if r["starving"]]
     return out
+
+
+def _class_verdict(waiting, start, last_submit: float) -> dict:
+    """A class's verdict on a finite log: ``late_starts``, its jobs that start after the last submission (they
+    waited for the arrivals to end), ``waiting_trend``, Kendall's tau of its waiting's batch means in
+    submission order (:func:`barrier_queues.statistics.drift`; None with fewer than 20 jobs), and
+    ``starving``: a late start, or a waiting that grows through the log (the drift test)."""
+    late = int((start > last_submit).sum())
+    trend = drift(waiting)
+    tau = trend["kendall_tau"]
+    return {"late_starts": late, "waiting_trend": None if not math.isfinite(tau) else float(tau),
+            "starving": bool(late > 0 or trend["drifting"])}
 
 
 def _lost(sel, lost, work, requeues, backoff) -> dict:
@@ -403,6 +420,7 @@ def replay_grid(trace: Trace, grid: dict, tau: float = BSLD_TAU, trim: bool = Fa
         rows.append({"point": i, "servers": result.servers, "scheduling": result.scheduling,
                      "estimates": result.estimates, "load_scale": result.load_scale,
                      **({"aging_after": failures["aging_after"] if own else None} if "aging_after" in failures else {}),
+                     "late_starts": m["late_starts"], "starving_classes": ", ".join(m["starving_classes"]),
                      **{k: m[k] for k in ("jobs", "measured_jobs", "mean_waiting", "max_waiting", "mean_sojourn",
                                           "mean_bounded_slowdown", "max_bounded_slowdown", "utilization",
                                           "makespan")},

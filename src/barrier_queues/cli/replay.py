@@ -152,18 +152,18 @@ def _replay_by_cluster(args, trace, edges) -> dict:
     return {"mode": "by-cluster", "trace": runs[0]["trace"], "runs": runs}
 
 
-def _seed_needs_failures(failure_rate, seed, wait_budget=None) -> None:
-    """A replay's only randomness is its failure clocks and exponential patience: a seed without either is
-    refused, not ignored."""
-    patience = isinstance(wait_budget, str) and wait_budget.strip().startswith("exp:")
-    if failure_rate is None and not patience and seed is not None:
-        raise ParameterError(f"--seed must come with --failure-rate or --wait-budget exp:MEAN (got --seed {seed} "
-                             "alone): a replay without them has no randomness")
+def _seed_needs_failures(failure_rate, seed, wait_budget=None, hold_timeout=None) -> None:
+    """A replay's only randomness is its failure clocks, exponential patience and exponential hold timeouts: a
+    seed without any of them is refused, not ignored."""
+    drawn = any(isinstance(v, str) and v.strip().startswith("exp:") for v in (wait_budget, hold_timeout))
+    if failure_rate is None and not drawn and seed is not None:
+        raise ParameterError(f"--seed must come with --failure-rate, --wait-budget exp:MEAN or --hold-timeout "
+                             f"exp:MEAN (got --seed {seed} alone): a replay without them has no randomness")
 
 
 def _replay_failures(args) -> dict:
     """A replay's failure, clock and node options, and its seed."""
-    _seed_needs_failures(args.failure_rate, args.seed, args.wait_budget)
+    _seed_needs_failures(args.failure_rate, args.seed, args.wait_budget, args.hold_timeout)
     from ..clocks import OPTIONS
 
     clock = {name: getattr(args, name) for name in OPTIONS if getattr(args, name) is not None}
@@ -220,11 +220,14 @@ def _print_replay(out: dict) -> None:
     print(f"utilization       {util}; makespan {out['makespan']:.6g}")
     lost = "lost_share" in out
     print(f"{'size class':<12}{'jobs':>8}{'mean wait':>14}{'max wait':>14}{'mean bsld':>12}{'max bsld':>12}"
-          + (f"{'lost':>9}" if lost else ""))
+          f"{'late':>7}{'trend':>7}" + (f"{'lost':>9}" if lost else ""))
     for c in out["classes"]:
         print(f"{c['class']:<12}{c['jobs']:>8}{_fmt(c['mean_waiting'], '>14.6g')}{_fmt(c['max_waiting'], '>14.6g')}"
               f"{_fmt(c['mean_bounded_slowdown'], '>12.4g')}{_fmt(c['max_bounded_slowdown'], '>12.4g')}"
+              f"{c['late_starts']:>7}{_fmt(c['waiting_trend'], '>7.2f')}"
               + (_fmt(c["lost_share"], ">9.2%") if lost else ""))
+    print("starving          " + (", ".join(out["starving_classes"]) + " (a start after the last submission, or a "
+                                  "waiting that grows through the log)" if out["starving_classes"] else "none"))
     if out.get("jobs_out"):
         print(f"jobs written to   {out['jobs_out']}")
 

@@ -106,7 +106,8 @@ def _trace_sweep(args) -> dict:
             raise ParameterError(f"--{name.replace('_', '-')} must be one value with --trace (got {value}): a trace "
                                  "sweep varies --servers, --scheduling, --estimates and --load-scale")
         failures[name] = value[0] if isinstance(value, list) else value
-    _seed_needs_failures(failures.get("failure_rate"), args.seed, failures.get("wait_budget"))
+    _seed_needs_failures(failures.get("failure_rate"), args.seed, failures.get("wait_budget"),
+                         failures.get("hold_timeout"))
     grid = {"servers": args.servers, "scheduling": args.scheduling, "estimates": args.estimates,
             "load_scale": args.load_scale}
     table = trace_sweep(args.trace, {k: v for k, v in grid.items() if v is not None}, args.out, fmt=args.format,
