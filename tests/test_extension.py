@@ -1,8 +1,9 @@
-"""The extension guide's path (book/reference/extending.md), run for real: a toy rule, a toy scheduler and a
-toy failure model are added through the registries, and each is checked against its own plain reference and an
-exact result."""
+"""The extension guide's path (book/reference/extending.md), run for real: a toy rule, a toy scheduler, a toy
+failure model and a toy moldable policy are added through the registries, and each is checked against its own
+plain reference and an exact result or an oracle."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -235,8 +236,53 @@ def test_each_built_in_failure_model_meets_its_law(name, system):
     assert lo <= exact <= hi, (lo, exact, hi)
 
 
+# --------------------------------------------------------------------------------------------------
+# a toy moldable policy: "all-free" takes every free worker, registered by the guide's own snippet
+
+GUIDE = Path(__file__).resolve().parents[1] / "book" / "reference" / "extending.md"
+
+
+def _guide_snippet(section: str) -> str:
+    text = GUIDE.read_text()
+    part = text[text.index(f"## {section}"):]
+    return part[part.index("```python\n") + len("```python\n"):part.index("```\n", part.index("```python"))]
+
+
+@pytest.fixture
+def all_free():
+    from barrier_queues import moldable_policies
+
+    exec(_guide_snippet("A new moldable policy"), {"moldable_policies": moldable_policies})   # noqa: S102
+    try:
+        yield moldable_policies.POLICIES["all-free"]
+    finally:
+        moldable_policies.POLICIES.pop("all-free", None)
+
+
+def test_a_toy_moldable_policy_added_by_the_guide_runs_in_the_room_and_equals_its_oracle(all_free):
+    from barrier_queues.stability import stability_verdict
+
+    assert "all-free" in next(o for o in option_fields() if o["name"] == "moldable")["choices"]
+    mine = bq.BarrierSystem(servers=8, tasks=12, arrival_rate=0.5, moldable="all-free")
+    oracle = bq.BarrierSystem(servers=8, tasks=12, arrival_rate=0.5, moldable="take-fraction", take_fraction=1.0)
+    room = schedulers.of(mine)
+    assert room.name == "moldable" and schedulers.of(oracle) is room
+    rng = np.random.default_rng(3)
+    inputs = draw_jobs(mine, 4000, rng)
+    inputs["uniforms"] = rng.random(4000)
+    plain, compiled = room.reference(mine, inputs), room.run_inputs(oracle, inputs)
+    for key in ("start", "departure", "workers"):
+        assert np.array_equal(plain[key], compiled[key]), key
+    assert 1 < plain["workers"].mean() < 8
+    assert stability_verdict(mine)["lambda_max"] == pytest.approx(8 / 12, rel=1e-15)
+    with pytest.raises(bq.ParameterError, match="no compiled code in the kernel's MOLDABLE_POLICIES"):
+        bq.simulate(mine, jobs=1000, seed=1, progress=False)
+
+
 def test_unregistered_toys_leave_no_trace():
+    from barrier_queues import moldable_policies
+
     assert ("release", "half") not in rules.RULES and "gang-one" not in schedulers.SCHEDULERS
-    assert "resume" not in failures.MODELS
+    assert "resume" not in failures.MODELS and "all-free" not in moldable_policies.POLICIES
     with pytest.raises(bq.ParameterError, match="placement must be one of 'central', 'sample'"):
         bq.BarrierSystem(servers=8, tasks=4, placement="gang-one")

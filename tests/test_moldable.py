@@ -116,8 +116,8 @@ def test_the_command_line():
            "--seed", "1", "--json"]
     doc = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
     assert doc["stable"] and 1 <= doc["mean_workers"] <= 4 and doc["mean_sojourn"] > doc["mean_waiting"]
-    for extra, message in ((["--scheduling", "first-fit"], "--scheduling"), (["--patience-wait", "mean"],
-                                                                              "only with moldable 'patience'")):
+    for extra, message in ((["--scheduling", "first-fit"], "scheduling must be 'fcfs'"),
+                           (["--patience-wait", "mean"], "only with moldable 'patience'")):
         out = subprocess.run(cmd[:-1] + extra, capture_output=True, text=True)
         assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
@@ -211,25 +211,41 @@ def test_a_fixed_requirement_on_the_command_line_and_its_refusals():
            "--jobs", "2000", "--replications", "2"]
     doc = json.loads(subprocess.run(cmd + ["--moldable", "fixed", "--requirement", "4", "--json"],
                                     capture_output=True, text=True, check=True).stdout)
-    assert doc["requirement"] == 4 and doc["mean_workers"] == 4.0
+    assert doc["config"]["requirement"] == 4 and doc["mean_workers"] == 4.0
     for extra, message in ((["--moldable", "fixed"], "requirement must be"),
                            (["--moldable", "patience", "--requirement", "2"], "only with moldable 'fixed'"),
-                           (["--requirement", "2"], "must come with --moldable")):
+                           (["--requirement", "2"], "requirement must be None without moldable jobs")):
         out = subprocess.run(cmd + extra, capture_output=True, text=True)
         assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1
     with pytest.raises(bq.ParameterError, match="at most servers = 8"):
         simulate_moldable(8, 16, 0.1, "fixed", requirement=9)
 
 
-def test_the_simulation_runs_the_kernel_and_equals_the_reference_run():
-    kw = dict(servers=6, tasks=4, arrival_rate=0.9, policy="patience", patience_wait="height", jobs=2000,
-              replications=3, seed=5)
-    fast, plain = simulate_moldable(**kw), simulate_moldable(**kw, compiled=False)
-    assert fast["method"].startswith("compiled") and plain["method"].startswith("plain-Python")
-    for key in ("mean_waiting", "mean_sojourn", "mean_workers"):
-        assert fast[key] == plain[key]
+def _room_inputs(system, jobs: int, seed: int) -> dict:
+    """A replication's inputs drawn as the moldable room draws them (gaps, task times, one uniform per job)."""
+    from barrier_queues.inputs import draw_jobs
+
+    rng = np.random.default_rng(seed)
+    inputs = draw_jobs(system, jobs, rng)
+    inputs["uniforms"] = rng.random(jobs)
+    return inputs
+
+
+def test_the_room_runs_the_kernel_and_equals_its_reference():
+    """The moldable room's compiled path and its plain reference give every per-job array bit for bit on the
+    inputs a replication draws; a replication too large to draw at once is refused before any work."""
+    from barrier_queues.schedulers import of
+
+    system = bq.BarrierSystem(servers=6, tasks=4, arrival_rate=0.9, moldable="patience", patience_wait="height")
+    room = of(system)
+    assert room.name == "moldable"
+    inputs = _room_inputs(system, 2000, 5)
+    fast, plain = room.run_inputs(system, inputs), room.reference(system, inputs)
+    for key in ("start", "departure", "work", "useful", "completed", "workers"):
+        assert np.array_equal(fast[key], plain[key]), key
     with pytest.raises(bq.ParameterError, match="jobs x tasks must be at most"):
-        simulate_moldable(servers=4, tasks=10_000, arrival_rate=0.1, policy="take-random", jobs=50_000_000)
+        simulate_moldable(servers=4, tasks=10_000, arrival_rate=1e-5, policy="take-random", jobs=30_000,
+                          replications=1)
 
 
 def test_the_load_as_a_utilization_and_one_replication_on_the_command_line():
@@ -243,7 +259,8 @@ def test_the_load_as_a_utilization_and_one_replication_on_the_command_line():
     assert a["config"]["arrival_rate"] == pytest.approx(0.1, rel=1e-15) and a["mean_sojourn"] == pytest.approx(
         b["mean_sojourn"], rel=1e-12)
     text = subprocess.run(cli + ["--utilization", "0.3"], capture_output=True, text=True, check=True).stdout
-    assert "nan" not in text and "an interval needs 2 or more replications" in text
+    assert "nan" not in text and "CI t interval over 20 batch means of one replication" in text
+    assert "workers" in text and "taken per job" in text
     both = subprocess.run(cli + ["--utilization", "0.3", "--arrival-rate", "0.1"], capture_output=True, text=True)
     assert both.returncode == 2 and "one of --arrival-rate and --utilization" in both.stderr
 
@@ -257,25 +274,27 @@ def test_the_policies_are_one_registry_that_the_kernel_and_the_chain_name_exactl
 
 
 def test_a_policy_added_to_the_registry_runs_as_its_plain_rule_and_is_refused_where_it_has_no_code():
-    """The extension path: a policy registered with its plain rule alone runs in the reference simulator (here
+    """The extension path: a policy registered with its plain rule alone runs in the room's reference (here
     'half', take-fraction's rule at f = 1/2 written again, so the compiled take-fraction at 0.5 is its oracle,
     job by job); the compiled kernel and the exact chain, which have no code for it, refuse it by name."""
     import math
 
     from barrier_queues import moldable_ctmc, moldable_policies
-    from barrier_queues.moldable import simulate_moldable
 
     moldable_policies.register(moldable_policies.MoldablePolicy(
         "half", "half of the free workers", None,
         lambda free, servers, k, value, u, wait: 1 if free == 1 else max(1, math.ceil(free * 0.5))))
     try:
-        common = {"servers": 8, "tasks": 4, "arrival_rate": 0.8, "jobs": 3000, "replications": 2, "seed": 4}
-        mine = simulate_moldable(policy="half", compiled=False, **common)
-        oracle = simulate_moldable(policy="take-fraction", take_fraction=0.5, **common)
-        for key in ("mean_waiting", "mean_sojourn", "mean_workers"):
-            assert mine[key] == oracle[key], key
+        from barrier_queues.schedulers import of
+
+        mine = bq.BarrierSystem(servers=8, tasks=4, arrival_rate=0.8, moldable="half")
+        oracle = bq.BarrierSystem(servers=8, tasks=4, arrival_rate=0.8, moldable="take-fraction", take_fraction=0.5)
+        inputs = _room_inputs(mine, 3000, 4)
+        plain, compiled = of(mine).reference(mine, inputs), of(oracle).run_inputs(oracle, inputs)
+        for key in ("start", "departure", "workers"):
+            assert np.array_equal(plain[key], compiled[key]), key
         with pytest.raises(bq.ParameterError, match="no compiled code"):
-            simulate_moldable(policy="half", **common)
+            bq.simulate(mine, jobs=3000, replications=2, seed=4, progress=False)
         with pytest.raises(bq.ParameterError, match="exact chain"):
             moldable_ctmc.moldable_ctmc(4, 2, 0.5, "half")
     finally:

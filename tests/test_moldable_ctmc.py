@@ -186,9 +186,10 @@ def test_a_saturated_moldable_run_on_the_command_line():
     cli = [sys.executable, "-m", "barrier_queues.cli", "simulate", "-s", "4", "-k", "4", "--moldable",
            "take-random-all", "--saturated", "--jobs", "5000", "--replications", "4", "--seed", "1"]
     out = json.loads(subprocess.run(cli + ["--json"], capture_output=True, text=True, check=True).stdout)
-    assert out["mode"] == "moldable-saturated" and out["lambda_max_ci"][0] < out["lambda_max"] < out["lambda_max_ci"][1]
+    assert out["mode"] == "saturated" and out["lambda_max_ci"][0] < out["lambda_max"] < out["lambda_max_ci"][1]
+    assert out["config"]["moldable"] == "take-random-all"
     r = subprocess.run(cli + ["--arrival-rate", "0.5"], capture_output=True, text=True)
-    assert r.returncode == 2 and "--moldable must not be combined with --arrival-rate" in r.stderr
+    assert r.returncode == 2 and "--arrival-rate must not be given with --saturated" in r.stderr
 
 
 def test_the_manuals_limits_are_the_chapters():

@@ -154,13 +154,19 @@ MOLDABLE = ["simulate", "--moldable", "take-fraction", "--take-fraction", "0.5",
 
 
 @pytest.mark.parametrize("extra, flag", [
-    (["--max-attempts", "3"], "--max-attempts"), (["--probe-ratio", "2"], "--probe-ratio"),
-    (["--min-fraction", "0.5"], "--min-fraction"), (["--sync", "spark"], "--sync"),
-    (["--checkpoint-interval", "1"], "--checkpoint-interval"), (["--revive", "1"], "combined with --revive:"),
-    (["--force"], "--force"), (["--workers", "2"], "--workers"),
-    (["--task-dist", "exp:rate=1", "--task-rate", "2"], "--task-rate must not be given with --task-dist")])
+    (["--max-attempts", "3"], "max_attempts must be None"), (["--probe-ratio", "2"], "probe_ratio must be None"),
+    (["--min-fraction", "0.5"], "min_fraction must be None"), (["--sync", "spark"], "sync must be None"),
+    (["--checkpoint-interval", "1"], "checkpoint_interval must be None"), (["--revive", "1"], "revive_interval must"),
+    (["--force"], "--force must come with --jobs-csv"), (["--failure-rate", "0.1"], "failure_rate must be None with "
+                                                                                    "moldable jobs"),
+    (["--overhead", "event"], "overhead must be None with moldable jobs"),
+    (["--scheduling", "first-fit"], "scheduling must be 'fcfs' and placement 'central' with moldable jobs"),
+    (["--node-size", "4"], "node_size must be None with moldable jobs"),
+    (["--phases", "2"], "phases must be 1 with moldable jobs"),
+    (["--task-dist", "exp:rate=1", "--task-rate", "2"], "give at most one of task_rate")])
 def test_an_option_moldable_jobs_do_not_read_is_refused(extra, flag):
-    """Found by comparing every simulate option with its default (no hand-kept list): each was run and ignored."""
+    """Each was run and ignored once; moldable jobs are now a system of the one model (its field ``moldable``),
+    so each is refused by the system's own validation, as for any other system."""
     _one_line_refusal(_run(*MOLDABLE, *extra), flag)
 
 
@@ -170,8 +176,9 @@ def test_a_moldable_run_too_short_or_beyond_every_policys_limit():
     from barrier_queues.moldable import simulate_moldable
 
     short = simulate_moldable(16, 16, 0.5, "take-fraction", 1.0, barriers=2, jobs=10, replications=1, seed=1)
-    assert short["stable"] is None and "too few measured jobs" in short["reason"]
-    with pytest.raises(bq.ParameterError, match=r"arrival_rate must be below s / \(k E\[X\]\) = 1"):
+    assert short["stable"] is None and "too short to judge" in short["stability"]["undecided"]
+    with pytest.raises(bq.ParameterError, match=r"arrival_rate must be below the stability limit lambda_max = 1 "
+                                                r"\(work conservation"):
         simulate_moldable(16, 16, 1.0, "take-fraction", 0.5, jobs=100, replications=1, seed=1)
     over = simulate_moldable(16, 16, 3.0, "take-fraction", 1.0, barriers=2, jobs=2000, replications=1, seed=1,
                              allow_unstable=True)

@@ -110,10 +110,7 @@ include "schedulers/central.pxi"
 include "schedulers/sampling.pxi"
 include "schedulers/releases.pxi"
 include "schedulers/waitlist.pxi"
-
-# --------------------------------------------------------------------------------------------------
-# moldable barrier jobs (barrier_queues.moldable)
-include "_moldable.pxi"
+include "schedulers/moldable.pxi"
 
 # --------------------------------------------------------------------------------------------------
 # the streaming statistics of each chunk (barrier_queues.statistics)

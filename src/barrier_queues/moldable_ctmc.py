@@ -38,7 +38,7 @@ import numpy as np
 
 from . import moldable_policies
 from ._validation import ParameterError, check_choice, check_int, check_positive
-from .moldable import check_moldable, check_requirement
+from .moldable import moldable_system
 
 #: policies whose decisions read only the state above (``patience`` with ``min`` or ``mean``)
 #: the policies whose exact chain is written here (_Chain._choices: a policy added to the registry has none)
@@ -265,18 +265,18 @@ def _states_at(chain: _Chain, q_max: int, max_states: int) -> int:
 def _checked_chain(servers, tasks, arrival_rate, policy, take_fraction, patience_wait, barriers, task_rate,
                    requirement) -> _Chain:
     """The chain of a small moldable system, its arguments checked once for both entry points."""
-    take_fraction, patience_wait, requirement = check_moldable(policy, take_fraction, patience_wait, requirement)
+    s = check_int("servers", servers, low=1, high=64)
+    k = check_int("tasks", tasks, low=1, high=64)
+    system = moldable_system(s, k, policy, take_fraction, patience_wait, barriers, requirement=requirement)
+    take_fraction, requirement = system.take_fraction, system.requirement    # (validated there, once: n <= s)
+    patience_wait = system.patience_wait or "min"
     check_choice("moldable (a policy with an exact chain)", policy, CTMC_POLICIES)
     if policy == "patience" and patience_wait == "height":
         raise ParameterError("patience_wait 'height' has no exact chain here: it reads the time since each job "
                              "started, which the chain's state (tasks left per worker) does not hold; use 'min' "
                              "or 'mean', or simulate")
-    s = check_int("servers", servers, low=1, high=64)
-    k = check_int("tasks", tasks, low=1, high=64)
     lam = check_positive("arrival_rate", arrival_rate)
     mu = check_positive("task_rate", task_rate)
-    check_choice("barriers", barriers, (1, 2))
-    check_requirement(policy, requirement, s)
     return _Chain(s, k, lam, mu, policy, take_fraction, patience_wait, barriers == 2, requirement)
 
 

@@ -29,6 +29,8 @@ from .system import BarrierSystem
 #: per-job record fields (``start``: the start of the job's last task)
 JOB_FIELDS = ("arrival", "start", "departure", "work", "useful", "completed", "held", "tasks", "barrier", "attempts",
               "aborted")
+#: per-job record fields of moldable jobs (:mod:`barrier_queues.schedulers.moldable`: the workers it took)
+MOLDABLE_FIELDS = ("workers",)
 #: per-job record fields with gang clocks (:mod:`barrier_queues.clocks`; a lost job's ``start`` and
 #: ``departure``: when it left, its ``work``: the k r it would have held)
 CLOCK_FIELDS = ("lost", "requeues", "backoff")
@@ -104,7 +106,9 @@ class Sink:
         self.ks, self.classes = system.ks, len(class_labels(system))
         self.acc = RunAccumulator(jobs, floor=1e-6 * system.mean_task, warmup=warmup, classes=self.classes)
         self.clock = clocks.Tally(jobs, self.classes) if clocks.enabled(system) else None
-        self.fields = JOB_FIELDS + (CLOCK_FIELDS if self.clock is not None else ())
+        self.fields = (JOB_FIELDS + (CLOCK_FIELDS if self.clock is not None else ())
+                       + (MOLDABLE_FIELDS if system.moldable is not None else ()))
+        self.workers = [] if system.moldable is not None else None      # moldable jobs: the workers each took
         self.keep = {f: [] for f in self.fields} if keep else None
         self.csv = None
         self.index = 0
@@ -118,7 +122,8 @@ class Sink:
         if csv_path is not None:
             self.csv = open(csv_path, "w")  # noqa: SIM115 (closed in close())
             extra = (",attempts,aborted" if self.failures is not None else "") + (
-                ",lost,requeues,backoff" if self.clock is not None else "")
+                ",lost,requeues,backoff" if self.clock is not None else "") + (
+                ",workers" if self.workers is not None else "")
             self.csv.write(self.CSV_HEADER[:-1] + extra + "\n")
 
     def cuts(self, first: int, n: int, every: int) -> list:
@@ -143,6 +148,8 @@ class Sink:
                 default = np.ones(n, dtype=np.int64) if f == "attempts" else np.zeros(n)
                 # (copies: a scheduler may write into its buffers again once the next chunk's results are added)
                 self.keep[f].append(np.array(chunk[f]) if f in chunk else default)
+        if self.workers is not None:
+            self.workers.append(np.array(chunk["workers"], dtype=np.int64))
         if "aborted" in chunk:              # failures: aborted jobs are counted apart, the rest measured
             self._count_failures(chunk)
         classes = None
@@ -180,6 +187,9 @@ class Sink:
         if self.clock is not None:
             cols += [chunk["lost"].astype(int), chunk["requeues"], chunk["backoff"]]
             fmt = fmt + ["%d", "%d", "%.17g"]
+        if self.workers is not None:
+            cols.append(chunk["workers"])
+            fmt = fmt + ["%d"]
         np.savetxt(self.csv, np.column_stack(cols), delimiter=",", fmt=fmt)
         self.index += n
 
@@ -217,6 +227,8 @@ class Sink:
             jobs["completed"] = jobs["completed"].astype(np.int64)
             jobs["attempts"] = jobs["attempts"].astype(np.int64)
             jobs["aborted"] = jobs["aborted"].astype(bool)
+            if self.workers is not None:
+                jobs["workers"] = jobs["workers"].astype(np.int64)
             if self.clock is not None:
                 jobs["lost"] = jobs["lost"].astype(bool)
                 jobs["requeues"] = jobs["requeues"].astype(np.int64)
@@ -226,6 +238,7 @@ class Sink:
                                                              for k, v in self.marks.items()}}
         partial.failures = self.failures
         partial.clocks = self.clock.state() if self.clock is not None else None
+        partial.workers = np.concatenate(self.workers) if self.workers else None
         return partial, jobs
 
 
@@ -374,6 +387,6 @@ def check_run(jobs, replications, warmup, keep_jobs=False, systems=(), saturated
 
 
 
-__all__ = ["JOB_FIELDS", "MAX_DRAWS", "MAX_JOBS", "MAX_KEPT_JOBS", "MAX_TRACE_JOBS", "NOTICE_DRAWS", "Replication",
-           "Sink", "Task", "check_run", "class_labels", "ensure_compiled", "finish_group", "run_draws",
+__all__ = ["JOB_FIELDS", "MAX_DRAWS", "MAX_JOBS", "MAX_KEPT_JOBS", "MAX_TRACE_JOBS", "MOLDABLE_FIELDS", "NOTICE_DRAWS",
+           "Replication", "Sink", "Task", "check_run", "class_labels", "ensure_compiled", "finish_group", "run_draws",
            "run_inputs", "run_replication", "run_replications"]

@@ -400,6 +400,20 @@ class SimulationResult:
             out.update(self._failure_summary(level, out["utilization"]))
         if "clocks" in extra:
             self._clock_summary(out, level)
+        if "workers" in extra:
+            self._workers_summary(out, level)
+
+    def _workers_summary(self, out: dict, level: float) -> None:
+        """Moldable jobs (:mod:`barrier_queues.schedulers.moldable`): the mean workers a measured job took, with
+        its interval as every mean's (t over replications, or over 20 batch means of one)."""
+        parts = [s.extra["workers"] for s in self.stats]
+        jobs = sum(p["jobs"] for p in parts)
+        out["mean_workers"] = sum(p["sum"] for p in parts) / jobs if jobs else float("nan")
+        if len(parts) >= 2:
+            out["ci"]["workers"] = within(t_interval([p["sum"] / p["jobs"] if p["jobs"] else float("nan")
+                                                      for p in parts], level))
+        else:
+            out["ci"]["workers"] = within(batch_means_interval(parts[0]["block_means"], 20, level)["interval"])
 
     def _clock_summary(self, out: dict, level: float) -> None:
         """With gang clocks (:mod:`barrier_queues.clocks`): per class and overall, the jobs submitted after the
@@ -566,12 +580,14 @@ class SimulationResult:
         for m in METRICS:
             out[f"mean_{m}"] = None
             out["ci"][m] = None
-        for key in ("mean_sojourn_submitted", "mean_abort_sojourn"):         # with failures
+        for key in ("mean_sojourn_submitted", "mean_abort_sojourn", "mean_workers"):   # failures, moldable jobs
             if key in out:
                 out["run_means"][key.removeprefix("mean_")] = out[key]
                 out[key] = None
         if "failure_ci" in out:
             out["failure_ci"]["sojourn_submitted"] = None
+        if "workers" in out["ci"]:
+            out["ci"]["workers"] = None
         for row in out.get("classes", []):
             row["run_means"] = {m: row[f"mean_{m}"] for m in METRICS}
             for m in METRICS:

@@ -404,6 +404,13 @@ def stability_verdict(system: BarrierSystem) -> dict:
     (no limit known, the drift test of a run decides; or no arrival rate).
     """
     lam = system.arrival_rate
+    if system.moldable is not None:
+        value, method, exact = moldable_limit(system)
+        above = lam is not None and lam >= value
+        return {"lambda_max": value if exact or above else None, "method": method if exact or above else
+                f"no limit known for this policy ({method}); the run's drift and queue tests judge it",
+                "lambda_max_ci": None, "verdict": "above" if above else "below" if exact and lam is not None
+                else None}
     from .clocks import enabled
 
     if enabled(system):
@@ -445,6 +452,24 @@ def stability_verdict(system: BarrierSystem) -> dict:
     verdict = (None if lam is None else "above" if lam >= value + margin else "below" if lam <= value - margin
                else "undecided")
     return {"lambda_max": value, "method": method, "lambda_max_ci": [lo, hi], "verdict": verdict}
+
+
+def moldable_limit(system: BarrierSystem) -> tuple[float, str, bool]:
+    """The stability limit of moldable jobs (:mod:`barrier_queues.schedulers.moldable`): ``(lambda, method,
+    exact)``. Every policy serves each job's ``k`` tasks, so ``s / (k E[X])`` bounds them all; a
+    work-conserving policy (take-fraction, take-random) with 1 barrier leaves no worker idle while jobs wait
+    and reaches it (exact). ``fixed`` with ``n >= k`` (and ``k <= s``) is the paper's rigid system, job by job:
+    its known limit (:func:`known_limit`). Otherwise the bound, not exact (``exact`` False)."""
+    from .moldable_policies import POLICIES
+
+    ceiling = system.servers / (system.tasks * system.mean_task)
+    if system.moldable == "fixed" and system.requirement >= system.tasks <= system.servers:
+        rigid = known_limit(system.replace(moldable=None))
+        if rigid is not None:
+            return rigid[0], f"{rigid[1]} (fixed n >= k: the paper's rigid jobs, job by job)", True
+    if POLICIES[system.moldable].work_conserving and system.barriers == 1:
+        return ceiling, "work conservation: a work-conserving policy with 1 barrier serves s / (k E[X])", True
+    return ceiling, "s / (k E[X]) bounds every policy: each job's k tasks are served", False
 
 
 def holding_ceiling(system: BarrierSystem) -> float | None:

@@ -586,6 +586,8 @@ class RunPartial:
     #: segment's first arrival), ``arrived`` (jobs of each class, warm-up included), ``unstarted`` (jobs of
     #: each class still waiting at the last arrival)
     queue: dict | None = None
+    #: moldable jobs: the workers each job took, every job of the replication in order (one int each)
+    workers: np.ndarray | None = None
 
 
 def grouped_bin_counts(groups: np.ndarray, ngroups: int, idx: np.ndarray):
@@ -898,9 +900,20 @@ def finish_replications(partials: list, saturated: bool = False) -> list[Replica
             kernel_seconds=p.kernel_seconds, extra={**({"classes": _class_stats(p, g)} if p.classes else {}),
                                                     **({"failures": p.failures} if p.failures else {}),
                                                     **({"clocks": p.clocks} if p.clocks is not None else {}),
-                                                    **({"queue": _queue_stats(p, g)} if p.queue else {})},
+                                                    **({"queue": _queue_stats(p, g)} if p.queue else {}),
+                                                    **({"workers": _workers_stats(p, warmup)}
+                                                       if p.workers is not None else {})},
             busy_span=float(p.last_departure - p.arrival_at[g])))
     return out
+
+
+def _workers_stats(p: RunPartial, warmup: int) -> dict:
+    """Moldable jobs: the measured jobs' workers (those after the warm-up), as a sum and as block means of the
+    accumulator's blocks (for batch means of one replication)."""
+    measured = p.workers[min(warmup, p.seen):].astype(np.float64)
+    blocks = measured.size // p.block
+    means = measured[:blocks * p.block].reshape(blocks, p.block).mean(axis=1) if blocks else np.empty(0)
+    return {"sum": float(measured.sum()), "jobs": int(measured.size), "block_means": means}
 
 
 def _queue_stats(p: RunPartial, g: int) -> dict:

@@ -133,20 +133,45 @@ def grid_from_options(options: dict) -> list[dict]:
     return _own_options(points)
 
 
+def _foreign_options(point: dict) -> set:
+    """The options of ``point`` that belong to a discipline or a moldable policy it does not have:
+    ``aging_after`` away from ``aging``, a moldable policy's option (:data:`barrier_queues.moldable_policies.
+    OPTIONS`) away from that policy's points."""
+    from .moldable_policies import POLICIES
+
+    owner = {p.option: p.name for p in POLICIES.values() if p.option is not None}
+    foreign = {"aging_after"} if point.get("scheduling", "fcfs") != "aging" else set()
+    if point.get("moldable") is not None:
+        foreign |= {name for name, policy in owner.items() if policy != point["moldable"]}
+    return foreign & set(point)
+
+
 def _own_options(points: list[dict]) -> list[dict]:
-    """A discipline's own option goes to that discipline's points alone: ``aging_after`` to the ``aging``
-    points of a grid that lists other disciplines too (their points once each, not once per value)."""
-    if not any("aging_after" in p and p.get("scheduling", "fcfs") != "aging" for p in points):
+    """A discipline's or a moldable policy's own option goes to its points alone: ``aging_after`` to the
+    ``aging`` points of a grid that lists other disciplines too, ``take_fraction`` to the take-fraction points
+    of a grid that lists other policies (their points once each, not once per value)."""
+    if not any(_foreign_options(p) for p in points):
         return points
     out, seen = [], set()
     for p in points:
-        if p.get("scheduling", "fcfs") != "aging":
-            p = {k: v for k, v in p.items() if k != "aging_after"}
+        foreign = _foreign_options(p)
+        p = {k: v for k, v in p.items() if k not in foreign}
         key = json.dumps(_canonical(p), sort_keys=True, default=str)
         if key not in seen:
             seen.add(key)
             out.append(p)
+    kept = {k for p in out for k in p}
+    for name in sorted({k for p in points for k in p} - kept):         # given, but no point reads it
+        owner = "scheduling 'aging'" if name == "aging_after" else f"moldable {_owner(name)!r}"
+        raise ParameterError(f"{name} must be given only with {owner} (got no such point in the grid): no point "
+                             "of this grid would read it")
     return out
+
+
+def _owner(option: str) -> str:
+    from .moldable_policies import POLICIES
+
+    return next(p.name for p in POLICIES.values() if p.option == option)
 
 
 def point_system(point: dict) -> BarrierSystem:
@@ -209,6 +234,10 @@ def point_row(index: int, point: dict, system: BarrierSystem, summary: dict) -> 
                 "mean_completed_tasks", "held_share", "mean_waiting", "mean_sojourn", "mean_execution", "stable"):
         if key in summary:
             row["measured_utilization" if key == "utilization" else key] = _plain(summary[key])
+    if "mean_workers" in summary:                      # moldable jobs: the workers a job took
+        row["mean_workers"] = _plain(summary["mean_workers"])
+        lo, hi = summary["ci"]["workers"] or (None, None)
+        row["mean_workers_ci_low"], row["mean_workers_ci_high"] = _plain(lo), _plain(hi)
     for m in ("waiting", "sojourn", "execution"):
         lo, hi = summary["ci"][m] or (None, None)        # None: unstable, no steady-state mean
         row[f"mean_{m}_ci_low"], row[f"mean_{m}_ci_high"] = _plain(lo), _plain(hi)
@@ -782,7 +811,8 @@ def _content_digest(path: Path) -> str:
 
 
 #: what each kind of keyed sweep folder holds, for the refusal of a folder of another kind
-_KINDS = {None: "simulated systems", "trace": "a trace", "moldable": "moldable jobs"}
+_KINDS = {None: "simulated systems", "trace": "a trace",
+          "moldable": "moldable jobs in the former format of their own (moldable jobs are grid points now)"}
 
 
 def _missing(value) -> bool:
@@ -839,7 +869,7 @@ def _write_keyed_table(table, folder: Path, fmt: str, manifest: dict, final: boo
 
 
 def _keyed_folder_rows(folder: Path, manifest: dict, keys: list, loose: tuple = ()) -> dict:
-    """The rows a keyed sweep folder (a trace's or moldable jobs') holds, by point key: row ``i`` of its table
+    """The rows a keyed sweep folder (a trace's) holds, by point key: row ``i`` of its table
     is point ``i`` of its manifest. Refuses a folder of another kind, or whose manifest differs from
     ``manifest`` in an entry outside ``loose`` (a trace's path, say), or whose points this grid (``keys``)
     leaves out. A table that cannot be read, or a row cut short, is computed again."""
@@ -949,166 +979,5 @@ def trace_sweep(trace_path, grid: dict, out, fmt: str = "csv", tau: float | None
         _release_lock(lock)
 
 
-# --------------------------------------------------------------------------------------------------
-# moldable jobs as a sweep
-
-#: options a moldable sweep varies, in the order its grid multiplies out (the last varies fastest)
-MOLDABLE_GRID = ("servers", "tasks", "barriers", "task_dist", "arrival", "moldable", "take_fraction", "patience_wait",
-                 "requirement", "arrival_rate", "utilization")
-def _policy_option() -> dict:
-    """The option each policy alone takes (its values multiply only that policy's points): the registry's."""
-    from .moldable_policies import POLICIES
-
-    return {m.name: m.option for m in POLICIES.values() if m.option is not None}
-
-
-def _moldable_points(grid: dict) -> list[dict]:
-    """The points of a moldable grid: every combination of its values, a policy's own option
-    (``take_fraction``, ``patience_wait``, ``requirement``) multiplying only that policy's points; the load
-    given as ``arrival_rate`` or as ``utilization`` rho = lambda k E[X] / s, not both."""
-    from .moldable import POLICIES
-
-    unknown = sorted(set(grid) - set(MOLDABLE_GRID))
-    if unknown:
-        raise ParameterError(f"moldable grid options must be among {', '.join(MOLDABLE_GRID)} (got unknown "
-                             f"{', '.join(unknown)})")
-    values = {}
-    for name, v in grid.items():
-        v = list(v) if isinstance(v, list | tuple) else [v]
-        keys = [json.dumps(_canonical(x), sort_keys=True, default=str) for x in v]
-        if not v or len(set(keys)) < len(keys):
-            raise ParameterError(f"grid option {name} must list distinct values (got {v})")
-        values[name] = v
-    for name in ("servers", "tasks", "moldable"):
-        if name not in values:
-            raise ParameterError(f"{name} must be given in a moldable sweep")
-    if ("arrival_rate" in values) == ("utilization" in values):
-        raise ParameterError("give exactly one of arrival_rate and utilization in a moldable sweep (got "
-                             f"{'both' if 'arrival_rate' in values else 'neither'})")
-    for policy in values["moldable"]:
-        check_choice("moldable", policy, POLICIES)
-    owned = _policy_option()
-    for policy, option in owned.items():
-        if option in values and policy not in values["moldable"]:
-            raise ParameterError(f"{option} applies to moldable {policy!r} only, which this grid does not list "
-                                 f"(it lists {', '.join(values['moldable'])})")
-    if "patience" in values["moldable"]:
-        values.setdefault("patience_wait", ["min"])             # named in the table, as the default it is
-    points = [{}]
-    for name in (n for n in MOLDABLE_GRID if n in values):      # the last named varies fastest
-        points = [{**p, name: v} for p in points
-                  for v in (values[name] if name not in owned.values()
-                            or owned.get(p["moldable"]) == name else [None])]
-    points = [{k: v for k, v in p.items() if v is not None} for p in points]
-    if len(points) > MAX_POINTS:
-        raise ParameterError(f"a grid must have at most {MAX_POINTS:,} points (got {len(points):,})")
-    return points
-
-
-def _moldable_load(point: dict, jobs: int) -> tuple[float, float]:
-    """A moldable point checked as :func:`barrier_queues.moldable.simulate_moldable` checks it (before any
-    point runs); returns its arrival rate lambda and utilization rho = lambda k E[X] / s."""
-    from ._validation import check_positive
-    from .moldable import _checked_system, utilization_per_rate
-
-    where = f" (point {_describe(point)})"
-    try:
-        law = _checked_system(point["servers"], point["tasks"], point["moldable"], point.get("take_fraction"),
-                              point.get("patience_wait"), point.get("requirement"), point.get("barriers", 1),
-                              point.get("task_dist"), jobs, 10)[5]
-        check_choice("arrival", point.get("arrival", "poisson"), ("poisson", "deterministic"))
-        per_job = utilization_per_rate(point["servers"], point["tasks"], law)
-        if "utilization" in point:
-            return check_positive("utilization", point["utilization"]) / per_job, float(point["utilization"])
-        rate = check_positive("arrival_rate", point["arrival_rate"])
-        return rate, rate * per_job
-    except ParameterError as e:
-        raise ParameterError(str(e) + where) from None
-
-
-def _moldable_row(point: dict, rate: float, rho: float, jobs: int, replications: int,
-                  seed: np.random.SeedSequence) -> dict:
-    """One point of a moldable sweep: :func:`barrier_queues.moldable.simulate_moldable`'s means, their
-    intervals and the stability verdict, as a flat row."""
-    from .moldable import simulate_moldable
-
-    out = simulate_moldable(point["servers"], point["tasks"], rate, point["moldable"], point.get("take_fraction"),
-                            point.get("patience_wait"), barriers=point.get("barriers", 1),
-                            task_dist=point.get("task_dist"), arrival=point.get("arrival", "poisson"), jobs=jobs,
-                            replications=replications, seed=seed,
-                            requirement=point.get("requirement"), allow_unstable=True)   # (a row says unstable)
-    row = {**point, "arrival_rate": rate, "utilization": rho}
-    for key in ("waiting", "sojourn", "execution", "workers"):
-        ci = out["ci"][key] or (None, None)
-        row.update({f"mean_{key}": out[f"mean_{key}"], f"ci_low_{key}": ci[0], f"ci_high_{key}": ci[1]})
-    row.update(stable=out["stable"], reason=out.get("reason"), jobs=jobs, replications=replications,
-               warmup_jobs=max(out["warmup_jobs"]))
-    return row
-
-
-def moldable_sweep(grid: dict, out, jobs: int = 20_000, replications: int = 10, seed=None, fmt: str = "csv"):
-    """Moldable jobs over a grid (:data:`MOLDABLE_GRID`: ``servers``, ``tasks``, ``barriers``, ``task_dist``,
-    ``arrival`` (poisson or deterministic), ``moldable`` policies, their ``take_fraction``/``patience_wait``/
-    ``requirement``, and the load as ``arrival_rate`` or ``utilization`` rho = lambda k E[X] / s): one
-    :func:`barrier_queues.moldable.simulate_moldable` per point, its random streams from the sweep seed and the
-    point alone (:func:`point_seed`), so a point's numbers do not depend on the grid around it. Written to the
-    folder ``out`` as ``results.<fmt>`` (``results.partial.<fmt>`` while points are missing) beside a
-    ``manifest.json`` (the runs' settings, the seed, the content of every empirical task-law file, the points).
-    Rerun with more values to extend it, or after an interruption to finish it: only missing points run.
-    Refused before anything runs: a bad point (named), a folder of another kind, other settings or another
-    file content, a grid leaving out its points. A point that is not stable has empty means and says why
-    (``reason``). Returns the table (one row per point, ``point`` last)."""
-    import pandas as pd
-
-    from ._version import __version__
-    from .simulate import check_run
-
-    _check_format(fmt)
-    jobs, replications, _ = check_run(jobs, replications, None)
-    points = _moldable_points(grid)
-    loads = [_moldable_load(p, jobs) for p in points]
-    if seed is not None:
-        seed = check_int("seed", seed, low=0, high=2**128 - 1, high_name="2**128 - 1")
-    keys = [json.dumps(_canonical(p), sort_keys=True) for p in points]
-    inputs = {}
-    for p in points:
-        inputs.update(input_digests(p))
-    folder = check_folder_path("out", out)
-    _open_folder_check(out)
-    lock = _take_lock(folder)
-    try:
-        old = _read_manifest(folder)
-        if seed is None:                 # the folder's seed, or fresh entropy
-            seed = (_stored_seed(folder, old) if old and old.get("kind") == "moldable"
-                    else np.random.SeedSequence().entropy)
-        manifest = {"kind": "moldable", "jobs": jobs, "replications": replications, "seed": str(seed),
-                    "inputs": inputs, "version": __version__}
-        stored = _keyed_folder_rows(folder, manifest, keys)
-        manifest = {**manifest, "format": fmt, "points": points}
-        _write_manifest(folder, manifest)               # (no row digests: the old table's points are renumbered)
-        rows = {i: stored[key] for i, key in enumerate(keys) if key in stored}
-
-        columns = ([n for n in MOLDABLE_GRID if any(n in p for p in points) and n != "utilization"]
-                   + ["arrival_rate", "utilization"] + [f"{m}_{key}" for key in ("waiting", "sojourn", "execution",
-                                                                               "workers")
-                                                        for m in ("mean", "ci_low", "ci_high")]
-                   + ["stable", "reason", "jobs", "replications", "warmup_jobs", "point"])
-
-        def table():
-            return pd.DataFrame([{**rows[i], **points[i], "point": i} for i in sorted(rows)], columns=columns)
-
-        last = time.monotonic()
-        for i, point in enumerate(points):
-            if i not in rows:
-                rows[i] = _moldable_row(point, *loads[i], jobs, replications, point_seed(seed, point))
-                if time.monotonic() - last > 2:
-                    _write_keyed_table(table(), folder, fmt, manifest, final=False)
-                    last = time.monotonic()
-        done = table()
-        _write_keyed_table(done, folder, fmt, manifest)
-        return done
-    finally:
-        _release_lock(lock)
-
 __all__ = ["FIELDS", "check_grid", "grid_from_options", "grow_replications", "point_key", "point_row", "point_seed",
-           "point_system", "run_point", "sweep", "trace_sweep", "moldable_sweep", "MOLDABLE_GRID"]
+           "point_system", "run_point", "sweep", "trace_sweep"]

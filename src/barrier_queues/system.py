@@ -28,6 +28,9 @@ field                  symbol  meaning
 ``placement``          --      ``"central"`` (the paper's FIFO queue) or ``"sample"`` (batch
                                sampling with late binding, Appendix B, section 2)
 ``phases``             m       phases per job, ``barrier()`` between them (Appendix B, section 3)
+``moldable``           --      a moldable policy: each job's workers chosen at the head (Appendix B,
+                               section 7), with its option ``take_fraction``, ``patience_wait`` or
+                               ``requirement``
 ``trace``              --      a recorded log as the workload (Appendix B, section 6): its jobs'
                                submissions, k and times instead of drawn ones, with
                                ``load_scale`` (submissions compressed) and ``estimates``
@@ -246,6 +249,17 @@ class BarrierSystem:
         "with --scheduling hold: how long the head gang holds free workers idle before it releases them and "
         "leaves or is requeued (--on-budget): a time T, or 'exp:MEAN' (each gang's T drawn, exponential)",
         "time_or_exp", 0, commands=("simulate", "sweep", "replay")))
+    # moldable jobs (Appendix B, section 7): the room barrier_queues.schedulers.moldable, its policies a registry
+    # (barrier_queues.moldable_policies) with one option each
+    moldable: str | None = field(default=None, metadata=_opt(
+        "moldable jobs: each takes a number of workers chosen when it reaches the head (k may exceed s; its tasks "
+        "are dealt onto the workers taken)", "moldable", commands=("simulate", "sweep")))
+    take_fraction: float | None = field(default=None, metadata=_opt("", "moldable_option",
+                                                                    commands=("simulate", "sweep")))
+    patience_wait: str | None = field(default=None, metadata=_opt("", "moldable_option",
+                                                                  commands=("simulate", "sweep")))
+    requirement: int | None = field(default=None, metadata=_opt("", "moldable_option",
+                                                                commands=("simulate", "sweep")))
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -277,6 +291,11 @@ class BarrierSystem:
         if (self.tasks is None) == (self.tasks_pmf is None):
             raise ParameterError("give exactly one of tasks (an integer 1 <= tasks <= servers) and tasks_pmf "
                                  "(got " + ("neither" if self.tasks is None else "both") + ")")
+        if self.tasks is not None and self.moldable is not None:     # its tasks are dealt onto the workers taken
+            k = check_int("tasks", self.tasks, low=1, high=MAX_SERVERS, high_name=f"{MAX_SERVERS:,} with moldable jobs")
+            set_("tasks", k)
+            set_("needed", k if self.needed is None else self.needed)
+            return
         if self.tasks is not None:
             k = check_int("tasks", self.tasks, low=1, high=s, high_name=f"servers = {s}")
             set_("tasks", k)
@@ -541,7 +560,7 @@ class BarrierSystem:
         ``task_rate`` and ``task_dist`` replace each other, a new ``release``
         resets the knee and timeout parameters, ``placement="central"`` drops
         ``probe_ratio``, ``phases=1`` drops ``sync`` and ``sync_poll``, and
-        ``overhead=None`` drops ``revive_interval``.
+        ``overhead=None`` drops ``revive_interval``, a new ``moldable`` its policy's option.
         """
         c = dict(changes)
 
@@ -577,6 +596,8 @@ class BarrierSystem:
             reset("sync_poll")
         if "overhead" in c and c["overhead"] is None:
             reset("revive_interval")
+        if "moldable" in c:
+            reset("take_fraction", "patience_wait", "requirement")
         if "failure_rate" in c and c["failure_rate"] is None:
             reset(*failures.FIELDS[1:])
         if "retry_work" in c and not getattr(failures.MODELS.get(c["retry_work"]), "checkpoints", False):
@@ -628,6 +649,10 @@ class BarrierSystem:
             parts.append(f"{self.scheduling} scheduling")
         if self.node_size is not None:
             parts.append(f"nodes of {self.node_size}")
+        if self.moldable is not None:
+            option = next((f" {getattr(self, n)}" for n in ("take_fraction", "requirement", "patience_wait")
+                           if getattr(self, n) is not None), "")
+            parts.append(f"moldable {self.moldable}{option}")
         if self.wait_budget is not None:
             parts.append(f"wait budget {self.wait_budget} ({self.on_budget})")
         if self.hold_timeout is not None:
@@ -677,12 +702,28 @@ def option_fields(command: str | None = None) -> list[dict]:
                         f"{n}: {failures.get(n).help}" for n in names)}
         elif meta["kind"] == "workload":
             meta = {**meta, "kind": "str"}
+        elif meta["kind"] in ("moldable", "moldable_option"):
+            meta = _moldable_meta(f.name, meta)
         meta["name"] = f.name
         meta["flag"] = meta.get("flag") or "--" + f.name.replace("_", "-")
         meta.setdefault("high", None)
         meta.setdefault("open_low", False)
         out.append(meta)
     return out
+
+
+def _moldable_meta(name: str, meta: dict) -> dict:
+    """The command line of a moldable field from the policy registry: the policies as choices, or the option's
+    own kind, range and help (:data:`barrier_queues.moldable_policies.OPTIONS`)."""
+    from .moldable_policies import OPTIONS, POLICIES, names
+
+    if name == "moldable":
+        return {**meta, "kind": "choice", "choices": names(),
+                "help": meta["help"] + ": " + "; ".join(f"{m.name}: {m.help}" for m in POLICIES.values())}
+    option = OPTIONS[name]
+    owner = next(m.name for m in POLICIES.values() if m.option == name)
+    return {**meta, "kind": option.kind, "low": option.low, "high": option.high, "open_low": option.open_low,
+            "choices": option.choices, "help": f"with --moldable {owner}: {option.help}"}
 
 
 def as_system(system=None, **kwargs) -> BarrierSystem:

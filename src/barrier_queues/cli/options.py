@@ -167,7 +167,7 @@ def _choice(name, choices):
 
 
 #: choice and text options a sweep may list (their values hold no comma)
-LISTED_CHOICES = ("scheduling", "wait_budget", "on_budget", "requeue_order")
+LISTED_CHOICES = ("scheduling", "wait_budget", "on_budget", "requeue_order", "moldable", "patience_wait")
 
 
 def _add_system_options(p, names=None, lists: bool = False, required=()):
@@ -271,27 +271,6 @@ def _run_options(p, saturated: bool = True):
     p.add_argument("--budget", type=_int("budget", 1, 10**13), default=None,
                    help="with a precision target: at most this many jobs in all (default 100,000,000); the run "
                         "stops there and reports the precision reached")
-
-
-def _moldable_options(p, lists: bool = False) -> None:
-    """--moldable and its policies' options, on simulate (one value each) and sweep (comma-separated lists)."""
-    def parse(one):
-        return _list(one) if lists else one
-
-    from ..moldable_policies import OPTIONS, POLICIES, names
-
-    some = " (a comma-separated list sweeps it)" if lists else ""
-    p.add_argument("--moldable", default=None, type=parse(_choice("moldable", names())),
-                   help="moldable jobs: each takes a number of workers chosen when it reaches the head (k may "
-                        "exceed s; tasks are dealt onto the workers taken): "
-                        + "; ".join(f"{m.name}: {m.help}" for m in POLICIES.values()) + some)
-    for name, option in OPTIONS.items():
-        owner = next(m.name for m in POLICIES.values() if m.option == name)
-        flag = "--" + name.replace("_", "-")
-        kind = {"flag": flag, "kind": option.kind, "low": option.low, "high": option.high,
-                "open_low": option.open_low, "choices": option.choices}
-        p.add_argument(flag, type=parse(_option_parser(kind)), default=None,
-                       help=f"with --moldable {owner}: {option.help}{some}")
 
 
 def _add_clock_preset(p) -> None:

@@ -14,10 +14,8 @@ from .options import (
     _choice,
     _input_files,
     _int,
-    _moldable_options,
     _run_options,
     _system,
-    _unread,
 )
 from .text import _clock_words, _fmt, _law_words, _print_clocks, _print_failures, _print_verdict
 
@@ -49,70 +47,10 @@ def _print_stability(out: dict) -> None:
     print(f"task_throughput   {out['task_throughput']:.10g}  tasks per worker per mean task time")
 
 
-#: what a moldable run reads of simulate's options (Appendix B, section 7); every other option of simulate given
-#: with --moldable is refused, found by comparing each option of the parser with its default (options._unread),
-#: so that an option added to simulate is refused with --moldable until the moldable path reads it
-MOLDABLE_READS = {"servers", "tasks", "barriers", "task_dist", "task_rate", "arrival_rate", "utilization", "arrival",
-                  "jobs", "replications", "seed", "saturated", "moldable", "take_fraction", "patience_wait",
-                  "requirement", "allow_unstable", "json"}
-#: the saturated moldable run: all jobs at time 0, so no load and no arrival process
-MOLDABLE_SATURATED_REFUSED = ("arrival_rate", "utilization", "arrival")
-
-
-def _simulate_moldable(args) -> dict:
-    from ..moldable import simulate_moldable
-
-    given = _unread(args, MOLDABLE_READS)
-    if args.saturated:
-        given += ["--" + name.replace("_", "-") for name in MOLDABLE_SATURATED_REFUSED
-                  if getattr(args, name) is not None]
-    if given:
-        raise ParameterError(f"--moldable must not be combined with {', '.join(given)}: a moldable run reads only "
-                             f"{', '.join('--' + n.replace('_', '-') for n in sorted(MOLDABLE_READS))} "
-                             "(the load as --arrival-rate or --utilization, or --saturated for the limit)")
-    if args.task_dist is not None and args.task_rate is not None:
-        raise ParameterError(f"--task-rate must not be given with --task-dist (got both: {args.task_dist!r} "
-                             "sets the task law); give the rate in the law")
-    law = args.task_dist if args.task_dist is not None else (
-        None if args.task_rate is None else f"exponential:rate={args.task_rate!r}")
-    if args.saturated:
-        from ..moldable import saturated_moldable
-
-        if args.servers is None or args.tasks is None:
-            raise ParameterError("--moldable needs --servers and --tasks")
-        out = saturated_moldable(args.servers, args.tasks, args.moldable, args.take_fraction, args.patience_wait,
-                                 barriers=args.barriers or 1, task_dist=law, jobs=args.jobs,
-                                 replications=max(args.replications, 2), seed=args.seed, requirement=args.requirement)
-        out.update(mode="moldable-saturated", config={"servers": args.servers, "tasks": args.tasks,
-                                                      "barriers": args.barriers or 1, "task_dist": law,
-                                                      "seed": args.seed, "replications_asked": args.replications})
-        return out
-    if args.servers is None or args.tasks is None or (args.arrival_rate is None) == (args.utilization is None):
-        raise ParameterError("--moldable needs --servers, --tasks and one of --arrival-rate and --utilization")
-    rate = args.arrival_rate
-    if args.utilization is not None:
-        from ..moldable import utilization_per_rate
-
-        rate = args.utilization / utilization_per_rate(args.servers, args.tasks, law)
-    out = simulate_moldable(args.servers, args.tasks, rate, args.moldable, args.take_fraction,
-                            args.patience_wait, barriers=args.barriers or 1, task_dist=law,
-                            arrival=args.arrival or "poisson", jobs=args.jobs, replications=args.replications,
-                            seed=args.seed, requirement=args.requirement, allow_unstable=args.allow_unstable)
-    out.update(mode="moldable", config={"servers": args.servers, "tasks": args.tasks, "barriers": args.barriers or 1,
-                                        "arrival_rate": rate, "utilization": args.utilization, "task_dist": law,
-                                        "seed": args.seed})
-    return out
-
-
 def _simulate(args) -> dict:
     from ..outputs import check_new_file
     from ..saturated import saturated_throughput
     from ..simulate import simulate
-
-    if args.moldable is not None:
-        return _simulate_moldable(args)
-    if args.take_fraction is not None or args.patience_wait is not None or args.requirement is not None:
-        raise ParameterError("--take-fraction, --patience-wait and --requirement must come with --moldable")
 
     if args.saturated:
         for flag, value in (("--arrival-rate", args.arrival_rate), ("--utilization", args.utilization),
@@ -157,36 +95,15 @@ def _announce_long_run(system, jobs: int, replications: int) -> None:
               file=sys.stderr, flush=True)
 
 
-def _print_moldable(out: dict) -> None:
-    """A moldable run (or its saturated limit) as text."""
-    if out.get("mode") == "moldable-saturated":
-        cfg = out["config"]
-        lo, hi = out["lambda_max_ci"]
-        more = (" (an interval needs at least 2 replications)" if out["replications"] != cfg["replications_asked"]
-                else "")
-        print(f"moldable {out['moldable']} jobs: s = {cfg['servers']}, k = {cfg['tasks']}, {cfg['barriers']} "
-              f"barrier(s), always backlogged; {out['replications']} x {out['jobs']:,} jobs{more}")
-        print(f"lambda_max  {out['lambda_max']:.6g}  [{lo:.6g}, {hi:.6g}]")
-        print(f"rho_max     {out['rho_max']:.6g}  [{out['rho_max_ci'][0]:.6g}, {out['rho_max_ci'][1]:.6g}]")
-        return
-    cfg = out["config"]
-    print(f"moldable {out['moldable']} jobs: s = {cfg['servers']}, k = {cfg['tasks']}, {cfg['barriers']} "
-          f"barrier(s), lambda = {cfg['arrival_rate']:g}; {out['replications']} x {out['jobs']:,} jobs")
-    if out["stable"] is None:
-        print(f"stable: cannot tell: {out['reason']}")
-    elif not out["stable"]:
-        print(f"not stable: {out['reason']} (no steady-state means)")
-        return
-    for key in ("waiting", "sojourn", "execution", "workers"):
-        ci = out["ci"][key]
-        interval = f"[{ci[0]:.6g}, {ci[1]:.6g}]" if ci else "(an interval needs 2 or more replications)"
-        print(f"mean {key:<10} {out[f'mean_{key}']:.6g}  {interval}")
+def _print_workers(out: dict) -> None:
+    """Moldable jobs: the mean workers a job took, with its interval."""
+    if "mean_workers" in out:
+        lo, hi = out["ci"]["workers"] or (None, None)
+        print(f"{'workers':<13} {_fmt(out['mean_workers'], '>10.4f')} [{_fmt(lo, '>10.4f')}, {_fmt(hi, '>10.4f')}]"
+              " taken per job")
 
 
 def _print_simulation(out: dict) -> None:
-    if out.get("mode") in ("moldable", "moldable-saturated"):
-        _print_moldable(out)
-        return
     cfg = out["config"]
     k = cfg["tasks"] if cfg["tasks_pmf"] is None else ", ".join(
         f"{kk} ({float(p):.3g})" for kk, p in cfg["tasks_pmf"].items()) + " (probability of each k)"
@@ -205,6 +122,10 @@ def _print_simulation(out: dict) -> None:
         extra.append(f"nodes of {cfg['node_size']} workers (a gang of k <= {cfg['node_size']} on one node)")
     if cfg.get("wait_budget") is not None or cfg.get("hold_timeout") is not None:
         extra.append(_clock_words(cfg))
+    if cfg.get("moldable") is not None:
+        option = next((f" {cfg[n]}" for n in ("take_fraction", "requirement", "patience_wait")
+                       if cfg.get(n) is not None), "")
+        extra.append(f"moldable jobs: {cfg['moldable']}{option}")
     needed = "" if cfg["needed"] is None else f"l = {cfg['needed']}, "
     print(f"system        s = {cfg['servers']}, k = {k}, {needed}{cfg['barriers']}-barrier, "
           f"barrier fraction {cfg['barrier_fraction']}, task law {_law_words(cfg['task_dist'])}"
@@ -244,6 +165,7 @@ def _print_simulation(out: dict) -> None:
         lo, hi = out["ci"][name] or (None, None)
         qs = " ".join(f"{v:>10.4f}" for v in out["quantiles"][name].values())
         print(f"{name:<13} {_fmt(out['mean_' + name], '>10.4f')} [{_fmt(lo, '>10.4f')}, {_fmt(hi, '>10.4f')}] {qs}")
+    _print_workers(out)
     for c in out.get("classes", []):
         lo, hi = c["ci"]["waiting"] or (None, None)
         label = f"k = {c['tasks']}{'' if c['barrier'] else ' plain'}"
@@ -309,7 +231,6 @@ def _add_simulate(sub) -> None:
                      help="all jobs at time 0: estimate the stability limit lambda_max")
     sim.add_argument("--jobs-csv", default=None, help="write the per-job table to this new CSV file")
     sim.add_argument("--force", action="store_true", help="overwrite --jobs-csv if it exists")
-    _moldable_options(sim)
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     _add_clock_preset(sim)
     sim.set_defaults(run=_simulate, show=_print_simulation)

@@ -1,4 +1,4 @@
-"""``barrier-queues sweep``: grids of drawn systems, of a trace's replays and of moldable jobs
+"""``barrier-queues sweep``: grids of drawn systems (moldable jobs among them) and of a trace's replays
 (:mod:`barrier_queues.cli`)."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from .options import (
     _choice,
     _float,
     _list,
-    _moldable_options,
     _option_parser,
     _run_options,
     _system_options,
@@ -35,16 +34,11 @@ def _sweep(args) -> dict:
     if args.trace is not None:
         args.trace = _located_trace(args.trace)
         return _trace_sweep(args)
-    if args.moldable is not None:
-        return _moldable_sweep(args)
-    from ..moldable_policies import OPTIONS
-
     system = [dest for _, (dest, _, _) in _system_options().items()]
     given = _unread(args, (*system, *_GRID_RUN, *_ALWAYS, "clock_preset"))
     if given:
         flag = given[0]
-        mode = "--moldable" if flag.lstrip("-").replace("-", "_") in OPTIONS else "--trace"
-        raise ParameterError(f"{flag} must come with {mode} (got {flag} without it: a sweep of drawn systems "
+        raise ParameterError(f"{flag} must come with --trace (got {flag} without it: a sweep of drawn systems "
                              f"does not read it)")
     where = resolve(args.backend, args.master)            # (the SWEEP_BACKEND setting, checked, when not given)
 
@@ -57,33 +51,6 @@ def _sweep(args) -> dict:
                   fmt=args.format, allow_unstable=args.allow_unstable, progress=False if args.json else None,
                   precision=args.precision, absolute_precision=args.precision_abs, budget=args.budget)
     return {"out": args.out, "points": int(len(table)), "backend": where.name,
-            "rows": table.to_dict(orient="records") if args.json else None, "_table": table}
-
-
-def _moldable_sweep(args) -> dict:
-    from ..moldable_policies import OPTIONS
-    from ..sweep import MOLDABLE_GRID, moldable_sweep
-
-    # a moldable sweep reads its grid's options (and --task-rate, read as an exponential law), --jobs and
-    # --replications: any other option given is refused
-    given = _unread(args, (*MOLDABLE_GRID, *OPTIONS, "task_rate", "jobs", "replications", *_ALWAYS))
-    if given:
-        raise ParameterError(f"--moldable must not be combined with {', '.join(given)} in a sweep (it varies "
-                             "--servers, --tasks, --barriers, the policies' options and the load)")
-    if args.task_dist is not None and args.task_rate is not None:
-        raise ParameterError("give at most one of --task-rate and --task-dist (got both)")
-    if args.task_rate is not None and len(args.task_rate) > 1:
-        raise ParameterError(f"--task-rate must be one value with --moldable (got {args.task_rate}); --task-dist "
-                             "names any law")
-    law = args.task_dist if args.task_dist is not None else (
-        None if args.task_rate is None else f"exponential:rate={args.task_rate[0]!r}")
-    grid = {"servers": args.servers, "tasks": args.tasks, "barriers": args.barriers, "task_dist": law,
-            "arrival": args.arrival, "moldable": args.moldable, "take_fraction": args.take_fraction,
-            "patience_wait": args.patience_wait, "requirement": args.requirement, "arrival_rate": args.arrival_rate,
-            "utilization": args.utilization}
-    table = moldable_sweep({k: v for k, v in grid.items() if v is not None}, args.out, jobs=args.jobs,
-                           replications=args.replications, seed=args.seed, fmt=args.format)
-    return {"out": args.out, "points": int(len(table)), "backend": "local",
             "rows": table.to_dict(orient="records") if args.json else None, "_table": table}
 
 
@@ -118,17 +85,10 @@ def _trace_sweep(args) -> dict:
 
 def _print_sweep(out: dict) -> None:
     table = out["_table"]
-    if "moldable" in table.columns:                 # a moldable sweep: its policies, and empty means unstable
-        cols = [c for c in ("point", "servers", "tasks", "barriers", "moldable", "take_fraction", "patience_wait",
-                            "requirement", "utilization", "mean_waiting", "mean_sojourn", "mean_workers", "stable")
-                if c in table.columns]
-        print(table[cols].astype(object).where(table[cols].notna(), "-").to_string(index=False))
-        print(f"{out['points']} points in {out['out']}")
-        return
-    cols = [c for c in ("point", "servers", "tasks", "scheduling", "estimates", "load_scale", "wait_budget",
-                        "on_budget", "arrival_rate", "utilization", "mean_waiting", "mean_sojourn",
-                        "mean_bounded_slowdown", "sojourn_q0.99", "lost_share", "requeues_per_job", "stable")
-            if c in table.columns]
+    cols = [c for c in ("point", "servers", "tasks", "scheduling", "moldable", "take_fraction", "patience_wait",
+                        "requirement", "estimates", "load_scale", "wait_budget", "on_budget", "arrival_rate",
+                        "utilization", "mean_waiting", "mean_sojourn", "mean_workers", "mean_bounded_slowdown",
+                        "sojourn_q0.99", "lost_share", "requeues_per_job", "stable") if c in table.columns]
     print(table[cols].to_string(index=False))
     print(f"{out['points']} points in {out['out']} ({out['backend']} backend)")
 
@@ -165,7 +125,6 @@ def _add_sweep(sub) -> None:
     sw.add_argument("--bsld-tau", type=_float("bsld-tau", 0, 1e9, open_low=True), default=None,
                     help="with --trace: bounded slowdown's threshold (default 10 s)")
     sw.add_argument("--trim", action="store_true", help="with --trace: the Tsafrir 2007 trimming")
-    _moldable_options(sw, lists=True)
     sw.add_argument("--json", action="store_true")
     _add_clock_preset(sw)
     sw.set_defaults(run=_sweep, show=_print_sweep)

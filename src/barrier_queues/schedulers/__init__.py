@@ -19,14 +19,16 @@ FIFO queue: ``scheduling="fcfs"``), :mod:`~barrier_queues.schedulers.waitlist`
 (one waiting list under the other disciplines of Appendix B, section 4:
 ``first-fit``, Spark's rule; ``backfill``; ``server-filling``) and
 :mod:`~barrier_queues.schedulers.sampling` (batch sampling with late
-binding). A system selects its room by ``placement`` and ``scheduling``
-(:func:`of`). A new scheduler is one room, one kernel include and its
-reference function (the book's extension guide shows one).
+binding) and :mod:`~barrier_queues.schedulers.moldable` (moldable jobs: the
+head takes the workers a policy chooses; ``BarrierSystem.moldable``). A
+system selects its room by ``placement`` and ``scheduling`` (:func:`of`).
+A new scheduler is one room, one kernel include and its reference function
+(the book's extension guide shows one).
 """
 
 from __future__ import annotations
 
-from . import central, sampling, waitlist  # noqa: F401  (the rooms register themselves on import)
+from . import central, moldable, sampling, waitlist  # noqa: F401  (the rooms register themselves on import)
 from .base import (
     SCHEDULERS,
     Scheduler,

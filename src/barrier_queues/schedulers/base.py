@@ -58,6 +58,9 @@ class Scheduler:
         ``failures``.
     nodes : bool
         It places jobs on nodes (``BarrierSystem.node_size``, :mod:`barrier_queues.nodes`), as ``failures``.
+    moldable : bool
+        It runs moldable jobs (``BarrierSystem.moldable`` names a policy, :mod:`barrier_queues.moldable_policies`),
+        and only them: a system with a policy runs in such a room, one without it never does.
     """
 
     name: str
@@ -76,6 +79,7 @@ class Scheduler:
     failures: bool = False
     clocks: bool = False
     nodes: bool = False
+    moldable: bool = False
 
 
 SCHEDULERS: dict[str, Scheduler] = {}
@@ -111,10 +115,18 @@ def of(system) -> Scheduler:
     budget = getattr(system, "wait_budget", None)
     clock = budget is not None and not getattr(budget, "off", False)
     nodes = getattr(system, "node_size", None) is not None
+    mold = getattr(system, "moldable", None) is not None
     for s in SCHEDULERS.values():
         if s.placement == system.placement and system.scheduling in s.disciplines and (s.failures or not fail) \
-                and (s.clocks or not clock) and (s.nodes or not nodes):
+                and (s.clocks or not clock) and (s.nodes or not nodes) and s.moldable == mold:
             return s
+    if mold:
+        given = next((name for name, on in (("failure_rate", fail), ("wait_budget and hold_timeout", clock),
+                                            ("node_size", nodes)) if on), None)
+        what = f"{given} must be None" if given else "scheduling must be 'fcfs' and placement 'central'"
+        raise ParameterError(f"{what} with moldable jobs (got scheduling {system.scheduling!r}, placement "
+                             f"{system.placement!r}): moldable jobs run under one FIFO queue, without failures, "
+                             "gang clocks or nodes")
     raise ParameterError(f"scheduling must be one of {', '.join(repr(d) for d in disciplines(system.placement))} "
                          f"with placement = {system.placement!r} (got {system.scheduling!r})")
 
@@ -143,9 +155,12 @@ def validate(system, set_) -> None:
     chosen = of(system)
     for name in params():
         if name not in chosen.params and getattr(system, name) is not None:
-            owner = next(s.placement for s in SCHEDULERS.values() if name in s.params)
+            owner = next(s for s in SCHEDULERS.values() if name in s.params)
+            if owner.moldable:
+                raise ParameterError(f"{name} must be None without moldable jobs (got {getattr(system, name)!r}): "
+                                     "it is an option of a moldable policy (moldable)")
             raise ParameterError(f"{name} must be None with placement = {system.placement!r} (got "
-                                 f"{getattr(system, name)!r}): it needs placement = {owner!r}")
+                                 f"{getattr(system, name)!r}): it needs placement = {owner.placement!r}")
     chosen.validate(system, set_)
 
 

@@ -1,6 +1,6 @@
-# Moldable barrier jobs (barrier_queues.moldable, Appendix B section 7): the compiled model, included by
-# _kernels.pyx. The plain-Python reference is barrier_queues.moldable.moldable_run: both give the same starts,
-# departures and workers per job, bit for bit (tests/test_moldable.py).
+# Moldable barrier jobs (the room barrier_queues.schedulers.moldable, Appendix B section 7): the compiled
+# model, included by _kernels.pyx. The plain-Python reference is the room's moldable_run: both give the same
+# starts, departures and workers per job, bit for bit (tests/test_moldable.py).
 #
 # State: the free workers (an id heap: a job claims the lowest free ids), each busy worker's composite task
 # (its job, its next task, the tasks it has left and was dealt, its job's start), the busy workers in the order
