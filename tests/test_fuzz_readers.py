@@ -224,20 +224,21 @@ def test_a_sweep_folder_with_one_file_damaged(sweep_folders, tmp_path_factory, k
 
 
 def test_an_edited_number_of_a_trace_sweep_is_computed_again_and_said(sweep_folders, tmp_path):
-    """The trace folder served a number edited in its table (replays are never recomputed); now the row's
-    digest does not match, the point is replayed and one line says so."""
+    """The trace folder once served a number edited in its table (replays are never recomputed); its points are
+    now point files with a digest, as every sweep's: an edited one is replayed, the table comes out as first
+    printed, and one line says so."""
+    import json
     import shutil
 
     args, base, printed = sweep_folders["trace"]
     folder = tmp_path / "trace"
     shutil.copytree(base, folder)
-    table = folder / "results.csv"
-    lines = table.read_text().splitlines(keepends=True)
-    header = lines[0].rstrip("\n").split(",")
-    cells = lines[1].rstrip("\n").split(",")
-    column = header.index("mean_waiting")
-    cells[column] = str(float(cells[column]) + 1.5)
-    table.write_text(lines[0] + ",".join(cells) + "\n" + "".join(lines[2:]))
+    point = sorted((folder / "points").glob("*.json"))[0]
+    doc = json.loads(point.read_text())
+    doc["row"]["mean_waiting"] = doc["row"]["mean_waiting"] + 1.5
+    point.write_text(json.dumps(doc) + "\n")
     code, out, err = _sweep_outcome(args, folder)
     assert code == 0 and out == printed
-    assert "1 row(s) of results.csv differ from what this sweep wrote there" in err
+    assert "1 point file(s) differ from what this sweep wrote there" in err
+
+

@@ -55,6 +55,20 @@ def test_a_folder_grows_and_a_point_does_not_depend_on_its_grid(tmp_path):
                                           ].mean_sojourn.item()
 
 
+def test_a_folder_of_another_kind_is_refused_by_name(tmp_path):
+    from barrier_queues.sweep import trace_sweep
+    from tests.test_replay import SWF
+
+    log = tmp_path / "t.swf"
+    log.write_text(SWF)
+    trace_sweep(log, {"scheduling": ["fcfs"]}, tmp_path / "trace")
+    with pytest.raises(bq.ParameterError, match="holds a sweep of a trace, not of simulated systems"):
+        sweep(GRID, tmp_path / "trace", **RUN)
+    sweep({"servers": 6, "tasks": 6, "moldable": "patience", "utilization": 0.2}, tmp_path / "grid", **RUN)
+    with pytest.raises(bq.ParameterError, match="holds a sweep of simulated systems, not of a trace"):
+        trace_sweep(log, {"scheduling": ["fcfs"]}, tmp_path / "grid")
+
+
 def test_an_unstable_point_has_no_means(tmp_path):
     """fixed n = k = 6 is split-merge: rho_max = 1/H_6 = 0.408, so rho = 0.9 is beyond it and is refused as any
     system beyond its known limit; with allow_unstable its row has no means and says it is not stable."""

@@ -283,7 +283,7 @@ def test_a_trace_as_the_workload_of_a_sweep_folder(tmp_path, monkeypatch):
                               "load_scale": [1.0, 1.5]}, out)
     assert len(grown) == 12 and len(calls) == 6 and all(c["servers"] == 20 for c in calls)
     assert grown[grown.servers == 16].mean_waiting.tolist() == first.mean_waiting.tolist()
-    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     cli = [sys.executable, "-m", "barrier_queues.cli", "sweep"]
     refusals = [
         (["--trace", str(log), "--scheduling", "fcfs", "--out", str(out)], "not in this grid"),
@@ -301,7 +301,7 @@ def test_a_trace_as_the_workload_of_a_sweep_folder(tmp_path, monkeypatch):
     _random_swf(changed, seed=4)
     with pytest.raises(bq.ParameterError, match="differing: trace_md5"):
         trace_sweep(changed, {"servers": [16, 20]}, out)
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert not (tmp_path / "new").exists()
     wide = tmp_path / "wide.swf"                                            # one job of 4 processors
     wide.write_text("; MaxProcs: 8\n1 0 0 10 4 -1 -1 4 20 -1 1 1 1 -1 1 -1 -1 -1\n")

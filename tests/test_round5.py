@@ -237,9 +237,10 @@ def test_the_folder_spark_bench_writes_replays_on_the_slots_its_log_records():
     assert any("8 task slots from the log" in n for n in own["trace"]["notes"])
 
 
-def test_a_trace_sweep_table_cut_mid_number_is_computed_again(tmp_path):
-    """The last row cut inside a number (11,648.65 read back as 116) was served and written back as valid: a
-    line without its newline is computed again, to the bytes of a fresh folder."""
+def test_a_trace_sweep_point_cut_mid_number_is_computed_again(tmp_path):
+    """The last row cut inside a number (11,648.65 read back as 116) was once served from a trace sweep's table
+    and written back as valid; its points are now point files with a digest: one cut short is replayed, and the
+    table comes out to the bytes of a fresh folder."""
     from tests.test_replay import SWF
 
     log = tmp_path / "t.swf"
@@ -247,11 +248,12 @@ def test_a_trace_sweep_table_cut_mid_number_is_computed_again(tmp_path):
     args = ["sweep", "--trace", str(log), "--scheduling", "fcfs,backfill"]
     assert _run(*args, "--out", str(tmp_path / "fresh")).returncode == 0
     assert _run(*args, "--out", str(tmp_path / "cut")).returncode == 0
+    point = sorted((tmp_path / "cut" / "points").glob("*.json"))[-1]
+    text = point.read_text()
+    point.write_text(text[:text.index('"makespan": ') + len('"makespan": 1')])     # cut inside a number
+    rerun = _run(*args, "--out", str(tmp_path / "cut"))
+    assert rerun.returncode == 0 and "1 point file(s) differ" in rerun.stderr
     table = tmp_path / "cut" / "results.csv"
-    text = table.read_text()
-    assert text.endswith(",100,3\n")                   # makespan 100, then the skipped count
-    table.write_text(text[:-len("0,3\n")])              # the last row's makespan cut to 10, its last field gone
-    assert _run(*args, "--out", str(tmp_path / "cut")).returncode == 0
     assert table.read_bytes() == (tmp_path / "fresh" / "results.csv").read_bytes()
 
 

@@ -50,6 +50,12 @@ quantiles, ``stable``).
   and the output folder should be on a shared file system so that tasks can
   write their points (otherwise the driver writes them when the job ends).
 
+Every kind of point has this one folder format and one point runner: a drawn
+system's point (moldable jobs among them: the system's ``moldable`` field,
+whose policy options multiply only that policy's points) runs
+:func:`run_point`; a trace's point (:func:`trace_sweep`) is a replay, which
+is deterministic, so it is written once, with no replications to grow.
+
 The same backend choice (:mod:`barrier_queues.backends`) serves the library's
 own sweeps (:func:`~barrier_queues.simulate_many` and everything built on it):
 pass ``backend``/``master``, or, where a caller passes neither, set
@@ -59,7 +65,6 @@ pass ``backend``/``master``, or, where a caller passes neither, set
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import math
@@ -532,6 +537,9 @@ def _open_folder(out, manifest: dict) -> tuple[Path, int]:
     """
     folder = check_folder_path("out", out)
     old = _read_manifest(folder)
+    if old is not None and old.get("kind") != manifest.get("kind"):
+        raise ParameterError(f"out folder {str(folder)!r} holds a sweep of {_KINDS.get(old.get('kind'), '?')}, not "
+                             f"of {_KINDS[manifest.get('kind')]}; choose another folder")
     if old is not None:
         mine = {**manifest, "seed": old.get("seed") if manifest["seed"] is None else manifest["seed"]}
         # the grid may grow or change and the replications too: points are found by their keys
@@ -810,29 +818,9 @@ def _content_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-#: what each kind of keyed sweep folder holds, for the refusal of a folder of another kind
+#: what each kind of sweep folder holds, for the refusal of a folder of another kind
 _KINDS = {None: "simulated systems", "trace": "a trace",
           "moldable": "moldable jobs in the former format of their own (moldable jobs are grid points now)"}
-
-
-def _missing(value) -> bool:
-    """An empty cell as a table reads it back (NaN), for a row equal to the one first computed (None)."""
-    return isinstance(value, float) and math.isnan(value)
-
-
-def _read_table(path: Path):
-    """A keyed sweep folder's table as written (an empty table when there is none or it cannot be read). A CSV
-    file cut mid-row (its last line has no newline, whatever column the cut fell in: a number cut to its first
-    digits still parses) is read without that row, which is then computed again."""
-    import pandas as pd
-
-    try:
-        if path.suffix == ".csv":
-            raw = path.read_bytes()
-            return pd.read_csv(io.BytesIO(raw[:raw.rfind(b"\n") + 1] if not raw.endswith(b"\n") else raw))
-        return pd.read_parquet(path)
-    except (OSError, ValueError, ImportError):
-        return pd.DataFrame()
 
 
 def _row_digest(row: dict) -> str:
@@ -844,75 +832,32 @@ def _row_digest(row: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _row_point(row: dict, points: list) -> int | None:
-    """The place in ``points`` of the point a table row belongs to: its ``point`` cell, when that names a point
-    whose every value the row repeats; None otherwise (a row cut short, or damaged in its point's values)."""
-    i = row.get("point")
-    try:
-        if not (isinstance(i, int | float | np.number) and float(i).is_integer() and 0 <= i < len(points)):
-            return None
-        point = points[int(i)]
-        return int(i) if all(k in row and _canonical(row[k]) == _canonical(v) for k, v in point.items()) else None
-    except (TypeError, ValueError, AttributeError):
-        return None
-
-
-def _write_keyed_table(table, folder: Path, fmt: str, manifest: dict, final: bool = True) -> None:
-    """A keyed sweep folder's table, then its manifest with the digest of each row as the table reads back
-    (:func:`_row_digest`); a run stopped between the two leaves rows without their digest, computed again."""
-    _write_table(table, folder, fmt, final=final)
-    target = folder / (f"results.{fmt}" if final else f"results.partial.{fmt}")
-    rows = {}
-    for _, row in _read_table(target).iterrows():
-        rows[str(int(row["point"]))] = _row_digest({k: None if _missing(v) else v for k, v in row.items()})
-    _write_manifest(folder, {**manifest, "rows": rows})
-
-
-def _keyed_folder_rows(folder: Path, manifest: dict, keys: list, loose: tuple = ()) -> dict:
-    """The rows a keyed sweep folder (a trace's) holds, by point key: row ``i`` of its table
-    is point ``i`` of its manifest. Refuses a folder of another kind, or whose manifest differs from
-    ``manifest`` in an entry outside ``loose`` (a trace's path, say), or whose points this grid (``keys``)
-    leaves out. A table that cannot be read, or a row cut short, is computed again."""
-    stored = {}
+def _trace_folder(folder: Path, manifest: dict, points: list) -> dict:
+    """A trace sweep's folder (the grid's format: ``manifest.json``, one ``points/<key>.json`` per point and
+    the table): its stored rows by place in ``points``. Refuses a folder of another kind, or whose manifest
+    differs from ``manifest`` in an entry but the trace's path (its content is its identity) and the grid, or
+    whose points this grid leaves out, or a folder holding other files."""
     old = _read_manifest(folder)
-    kind = manifest["kind"]
-    if old is not None:
-        if old.get("kind") != kind:
-            raise ParameterError(f"out folder {str(folder)!r} holds a sweep of {_KINDS.get(old.get('kind'), '?')}, "
-                                 f"not of {_KINDS[kind]}; choose another folder")
-        diff = sorted(k for k in (set(manifest) | set(old)) - {"format", "points", "rows"}
-                      if k not in loose and old.get(k) != manifest.get(k))
-        if diff:
-            raise ParameterError(f"out folder {str(folder)!r} holds a sweep of other settings (differing: "
-                                 f"{', '.join(diff)}); rerun it with the same settings, or choose another folder")
-        points = old.get("points", [])
-        dropped = [p for p in points if json.dumps(_canonical(p), sort_keys=True) not in keys]
-        if dropped:
-            raise ParameterError(f"out folder {str(folder)!r} holds {len(points)} points, "
-                                 f"{len(dropped)} of them not in this grid (for example "
-                                 f"{_describe(dropped[0]) if isinstance(dropped[0], dict) else dropped[0]}): give "
-                                 "those values again, or choose another folder")
-        table_path = folder / f"results.{old.get('format', 'csv')}"
-        if not table_path.exists():                         # an interrupted run's partial table
-            table_path = folder / f"results.partial.{old.get('format', 'csv')}"
-        written, changed = old.get("rows") or {}, 0
-        for _, row in _read_table(table_path).iterrows():
-            row = {k: None if _missing(v) else v for k, v in row.items()}
-            i = _row_point(row, points)                     # (a row cut short before it has none)
-            if i is None:
-                continue
-            if not isinstance(written, dict) or written.get(str(i)) != _row_digest(row):
-                changed += 1                                # edited or damaged since written: computed again
-                continue
-            stored[json.dumps(_canonical(points[i]), sort_keys=True)] = {**row, "point": i}
-        if changed:
-            warnings.warn(f"out folder {str(folder)!r}: {changed} row(s) of {table_path.name} differ from what "
-                          "this sweep wrote there (edited or damaged); they are computed again", UserWarning,
-                          stacklevel=3)
-    elif folder.exists() and any(p.name != LOCK for p in folder.iterdir()):
-        raise ParameterError(f"out must be a new or empty folder, or one of this sweep's earlier runs "
-                             f"({str(folder)!r} holds other files); choose another folder")
-    return stored
+    if old is None:
+        if folder.exists() and any(p.name != LOCK for p in folder.iterdir()):
+            raise ParameterError(f"out must be a new or empty folder, or one of this sweep's earlier runs "
+                                 f"({str(folder)!r} holds other files); choose another folder")
+        return {}
+    if old.get("kind") != manifest["kind"]:
+        raise ParameterError(f"out folder {str(folder)!r} holds a sweep of {_KINDS.get(old.get('kind'), '?')}, "
+                             f"not of {_KINDS[manifest['kind']]}; choose another folder")
+    diff = sorted(k for k in (set(manifest) | set(old)) - {"format", "grid", "trace"} if old.get(k) != manifest.get(k))
+    if diff:
+        raise ParameterError(f"out folder {str(folder)!r} holds a sweep of other settings (differing: "
+                             f"{', '.join(diff)}); rerun it with the same settings, or choose another folder")
+    keys = {point_key(p) for p in points}
+    dropped = [p for p in old.get("grid", []) if not isinstance(p, dict) or point_key(p) not in keys]
+    if dropped:
+        example = _describe(dropped[0]) if isinstance(dropped[0], dict) else dropped[0]
+        raise ParameterError(f"out folder {str(folder)!r} holds {len(old.get('grid', []))} points, {len(dropped)} of "
+                             f"them not in this grid (for example {example}): give those values again, or choose "
+                             "another folder")
+    return _finished(folder, points, None)[0]
 
 
 def trace_sweep(trace_path, grid: dict, out, fmt: str = "csv", tau: float | None = None, trim: bool = False,
@@ -955,25 +900,29 @@ def trace_sweep(trace_path, grid: dict, out, fmt: str = "csv", tau: float | None
         values[name] = v
     check_estimates(values["scheduling"], values["estimates"])
     points = [dict(zip(GRID_OPTIONS, combo, strict=True)) for combo in itertools.product(*values.values())]
-    keys = [json.dumps(_canonical(p), sort_keys=True) for p in points]
     manifest = {"kind": "trace", "trace": str(path), "trace_md5": _content_digest(path), "bsld_tau": float(tau),
                 "trim": bool(trim), "width": width,
                 "failures": ({k: v for k, v in failures.items() if v is not None and k not in clock_fields}
                              if failures.get("failure_rate") is not None else {}),   # the seed only with failures
                 "clocks": clock,
                 "version": __version__}
+    manifest = json.loads(json.dumps(manifest, default=str, sort_keys=True))   # as it reads back from the file
     folder = check_folder_path("out", out)
     lock = _take_lock(folder)
     try:
-        stored = _keyed_folder_rows(folder, manifest, keys, loose=("trace",))
-        rows = []
-        for i, (point, key) in enumerate(zip(points, keys, strict=True)):
-            row = stored.get(key)
-            if row is None:
-                row = replay_grid(trace, point, tau=tau, trim=trim, **failures).iloc[0].to_dict()
-            rows.append({**row, **point, "point": i})     # (the grid's values as given: 1.0, not a stored 1)
-        table = pd.DataFrame(rows)
-        _write_keyed_table(table, folder, fmt, {**manifest, "format": fmt, "points": points})
+        rows = _trace_folder(folder, manifest, points)
+        for i, point in enumerate(points):
+            if i not in rows:
+                replayed = replay_grid(trace, point, tau=tau, trim=trim, **failures).iloc[0].to_dict()
+                row = {k: _plain(v) for k, v in {**replayed, **point}.items() if k != "point"}
+                (folder / "points").mkdir(exist_ok=True)
+                _write_point(folder, i, point, row)
+                rows[i] = {"point": i, **row}
+            rows[i] = {**rows[i], **point}             # (the grid's values as given: 1.0, not a stored 1)
+        table = pd.DataFrame([{**{k: v for k, v in rows[i].items() if k != "point"}, "point": i}
+                              for i in sorted(rows)])                  # (replay's columns, the point last)
+        _write_manifest(folder, {**manifest, "format": fmt, "grid": points})
+        _write_table(table, folder, _check_format(fmt))
         return table
     finally:
         _release_lock(lock)
