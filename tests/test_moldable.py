@@ -317,3 +317,36 @@ def test_fixed_n_equal_to_k_is_the_papers_system_through_the_same_statistics():
         assert mold["mean_waiting"] == pytest.approx(gen["mean_waiting"], rel=1e-12)
         assert mold["mean_sojourn"] == pytest.approx(gen["mean_sojourn"], rel=1e-12)
         assert list(mold["ci"]["waiting"]) == pytest.approx(list(gen["ci"]["waiting"]), rel=1e-12)
+
+
+def test_the_workers_each_job_took_reach_the_summary_the_kept_jobs_and_the_csv(tmp_path):
+    """Moldable jobs through the one engine: the summary's mean workers is the mean of the kept jobs' workers
+    after the warm-up, and --jobs-csv writes the same column."""
+    import pandas as pd
+
+    system = bq.BarrierSystem(servers=8, tasks=12, arrival_rate=0.3, moldable="take-random")
+    result = bq.simulate(system, jobs=3000, replications=2, seed=1, keep_jobs=True, progress=False)
+    frame = result.to_frame()
+    assert frame.workers.between(1, 8).all()
+    assert frame[~frame.warmup].workers.mean() == pytest.approx(result.summary()["mean_workers"], rel=1e-12)
+    csv = tmp_path / "jobs.csv"
+    subprocess.run([sys.executable, "-m", "barrier_queues.cli", "simulate", "-s", "8", "-k", "12", "--moldable",
+                    "take-random", "--arrival-rate", "0.3", "--jobs", "3000", "--replications", "2", "--seed", "1",
+                    "--jobs-csv", str(csv)], capture_output=True, check=True)
+    assert pd.read_csv(csv).workers.tolist() == frame.workers.tolist()
+
+
+def test_the_stability_verdict_of_moldable_jobs():
+    """Work conservation for take-fraction with 1 barrier (s / (k E[X])); the paper's limit for fixed n >= k;
+    no limit claimed for patience (the bound s / (k E[X]) refuses only a load at or above it)."""
+    from barrier_queues.stability import stability_verdict
+
+    def verdict(**kw):
+        return stability_verdict(bq.BarrierSystem(servers=8, tasks=4, **kw))
+
+    assert verdict(arrival_rate=1.9, moldable="take-fraction", take_fraction=0.5)["lambda_max"] == 2.0
+    paper = bq.stability_limit(8, 4).lambda_max
+    assert verdict(arrival_rate=1.0, moldable="fixed", requirement=6)["lambda_max"] == pytest.approx(paper, rel=1e-15)
+    assert verdict(arrival_rate=1.9, moldable="patience")["verdict"] is None
+    assert verdict(arrival_rate=2.0, moldable="patience")["verdict"] == "above"
+    assert verdict(arrival_rate=1.0, moldable="take-fraction", take_fraction=0.5, barriers=2)["verdict"] is None
