@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import barrier_queues as bq
@@ -221,6 +222,34 @@ def test_a_toy_failure_model_added_through_the_registry_equals_its_reference_and
     assert lo <= 1 + 0.5 * 4 <= hi, (lo, hi)
     with pytest.raises(bq.ParameterError, match="retry_work must be 'identical' with checkpoint_interval"):
         system.replace(checkpoint_interval=1.0)
+
+
+def test_the_toy_failure_model_replays_a_trace(toy_failure_model):
+    """A model that redoes the recorded work replays a trace by the same path: the kernel schedules its attempts
+    as the reference job by job under fcfs, first-fit and backfill; a retry resumes, so a job's execution is
+    never below its recorded runtime; and a model that draws fresh work is refused with a trace."""
+    from barrier_queues.replay import failure_inputs, replay, trace_system
+    from barrier_queues.schedulers import waitlist
+    from barrier_queues.traces import Trace
+
+    rng = np.random.default_rng(4)
+    n = 400
+    submit = np.cumsum(rng.exponential(2.0, n))
+    k, run = rng.integers(1, 9, n), rng.exponential(5.0, n)
+    trace = Trace(pd.DataFrame({"job_id": np.arange(1, n + 1), "submit": submit, "tasks": k.astype(np.int64),
+                                "runtime": run, "barrier": True, "estimate": run}), "toy", "a toy log", 8)
+    for discipline in ("fcfs", "first-fit", "backfill"):
+        system = trace_system(trace, 8, discipline, failure_rate=0.05, retry_work="resume")
+        inputs = failure_inputs(system, seed=9, raw=True)
+        kernel, ref = waitlist.run_inputs(system, inputs), waitlist.reference(system, inputs)
+        for key in ("start", "departure", "work", "attempts", "aborted"):
+            assert np.array_equal(np.asarray(kernel[key]), np.asarray(ref[key])), key
+        assert np.asarray(kernel["attempts"]).max() > 1
+    out = replay(trace, failure_rate=0.05, retry_work="resume", seed=9)
+    assert out.failures["retry_work"] == "resume"
+    assert (out.jobs.runtime.to_numpy() >= run - 1e-9).all()
+    with pytest.raises(bq.ParameterError, match="retry_work must be a model that redoes the recorded work"):
+        trace_system(trace, 8, failure_rate=0.05, retry_work="different")
 
 
 @pytest.mark.parametrize("name, system", [

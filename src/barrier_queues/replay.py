@@ -20,8 +20,9 @@ What-if options: ``servers`` (more or fewer workers; jobs wider than the cluster
 **failures** (Appendix B, section 5: ``failure_rate`` gamma per running task, ``max_attempts`` A,
 ``resubmit_delay`` D): each running task fails at rate gamma; a failure ends a barrier job's attempt (every
 task killed, its workers freed, the job waiting again D later at its place; aborted after A attempts) and a
-plain job's task is retried alone. A retry redoes the same work (the trace's job is rerun: ``retry_work =
-"identical"``). The failure clocks are the only randomness (``seed``). Under fcfs, first-fit or backfill (with
+plain job's task is retried alone. A retry redoes the recorded work (the trace's job is rerun: ``retry_work =
+"identical"`` by default, or any failure model that redoes the work rather than drawing it afresh). The failure
+clocks are the only randomness (``seed``). Under fcfs, first-fit or backfill (with
 the true runtimes as EASY's predictions); server-filling is refused: its choice among jobs submitted at one
 instant needs them all, and a failed job waiting again is one more event of the instant. A job's ``runtime``
 is then its execution (first start to end, retries included), its ``start`` that of its first attempt, and
@@ -112,10 +113,12 @@ def check_aging(schedulings, options: dict) -> None:
 
 def trace_system(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", estimates: str = "exact",
                  load_scale: float = 1.0, failure_rate: float | None = None, max_attempts: int | None = None,
-                 resubmit_delay: float | None = None, node_size: int | None = None, **clock):
+                 resubmit_delay: float | None = None, node_size: int | None = None, retry_work: str | None = None,
+                 **clock):
     """The :class:`~barrier_queues.system.BarrierSystem` whose workload is ``trace`` (on the log's own machine
     size unless ``servers`` is given), validated once like any other; ``node_size``: workers per node
-    (:mod:`barrier_queues.nodes`); ``clock``: the gang clock's fields (:data:`barrier_queues.clocks.FIELDS`)."""
+    (:mod:`barrier_queues.nodes`); ``retry_work``: the failure model (default ``identical``; any model that redoes
+    the recorded work); ``clock``: the gang clock's fields (:data:`barrier_queues.clocks.FIELDS`)."""
     from .system import BarrierSystem
 
     if not isinstance(trace, Trace):
@@ -133,13 +136,13 @@ def trace_system(trace: Trace, servers: int | None = None, scheduling: str = "fc
         raise ParameterError(f"replay takes the clock options {', '.join(clocks.OPTIONS)} (got unknown {unknown})")
     return BarrierSystem(servers=servers, scheduling=scheduling, trace=trace, estimates=estimates,
                          load_scale=load_scale, failure_rate=failure_rate, max_attempts=max_attempts,
-                         resubmit_delay=resubmit_delay, node_size=node_size, **clock)
+                         resubmit_delay=resubmit_delay, node_size=node_size, retry_work=retry_work, **clock)
 
 
 def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", estimates: str = "exact",
            load_scale: float = 1.0, failure_rate: float | None = None, max_attempts: int | None = None,
            resubmit_delay: float | None = None, seed: int = 0, node_size: int | None = None,
-           **clock) -> ReplayResult:
+           retry_work: str | None = None, **clock) -> ReplayResult:
     """Replay ``trace`` on ``servers`` workers (default: the log's own machine size) under ``scheduling``;
     with ``failure_rate``, failures of running tasks (module docstring; ``seed`` draws their clocks); with
     ``clock`` (``wait_budget``, ...), gang clocks (``seed`` draws exponential patience)."""
@@ -147,7 +150,7 @@ def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", e
     from .schedulers import waitlist
 
     system = trace_system(trace, servers, scheduling, estimates, load_scale, failure_rate, max_attempts,
-                          resubmit_delay, node_size, **clock)
+                          resubmit_delay, node_size, retry_work, **clock)
     work = system.trace
     jobs = work.jobs
     ensure_compiled(system.placement)
@@ -158,7 +161,7 @@ def replay(trace: Trace, servers: int | None = None, scheduling: str = "fcfs", e
         runtime = np.asarray(out["departure"], dtype=float) - np.asarray(out["start"], dtype=float)
         job_work = np.asarray(out["work"], dtype=float)
         fail = {"failure_rate": system.failure_rate, "max_attempts": system.max_attempts,
-                "resubmit_delay": system.resubmit_delay, "retry_work": "identical", "seed": seed}
+                "resubmit_delay": system.resubmit_delay, "retry_work": system.retry_work, "seed": seed}
     else:
         # (with nodes each task holds its own worker of a node: the expanded inputs, k equal draws per rigid job,
         # which give the rigid room's results job by job: tested)

@@ -371,10 +371,13 @@ class BarrierSystem:
             set_("barriers", 2)
         set_("task_dist", work.law)
         if self.failure_rate is not None:
-            if self.retry_work not in (None, "identical"):
-                raise ParameterError(f"retry_work must be 'identical' with a trace (got {self.retry_work!r}): a "
-                                     "retry reruns the trace's job, whose work is recorded")
-            set_("retry_work", "identical")
+            model = failures.get(self.retry_work or "identical")
+            if model.fresh:
+                redo = ", ".join(repr(n) for n in failures.names() if not failures.get(n).fresh)
+                raise ParameterError(f"retry_work must be a model that redoes the recorded work with a trace ({redo};"
+                                     f" got {self.retry_work!r}): a retry reruns the trace's job, whose work is "
+                                     "recorded, so there is no task law to draw fresh work from")
+            set_("retry_work", model.name)
 
     def _validate_trace_setting(self) -> None:
         """What a trace's replay reads once the rest is valid: requested estimates under backfill alone, from a

@@ -168,8 +168,10 @@ def _replay_failures(args) -> dict:
 
     clock = {name: getattr(args, name) for name in OPTIONS if getattr(args, name) is not None}
     nodes = {"node_size": args.node_size} if args.node_size is not None else {}
+    retry = {"retry_work": args.retry_work} if args.retry_work is not None else {}
     return {"failure_rate": args.failure_rate, "max_attempts": args.max_attempts,
-            "resubmit_delay": args.resubmit_delay, "seed": 0 if args.seed is None else args.seed, **clock, **nodes}
+            "resubmit_delay": args.resubmit_delay, "seed": 0 if args.seed is None else args.seed, **retry, **clock,
+            **nodes}
 
 
 def _print_replay(out: dict) -> None:
@@ -195,8 +197,8 @@ def _print_replay(out: dict) -> None:
     if out.get("failures"):
         f = out["failures"]
         print(f"failures          rate {f['failure_rate']:g} per running task, at most "
-              f"{f['max_attempts'] or 'unlimited'} attempts, resubmit delay {f['resubmit_delay']:g}, "
-              f"seed {f['seed']}: {out['aborted_jobs']} jobs aborted (not in the means), "
+              f"{f['max_attempts'] or 'unlimited'} attempts, resubmit delay {f['resubmit_delay']:g}, retry "
+              f"{f['retry_work']}, seed {f['seed']}: {out['aborted_jobs']} jobs aborted (not in the means), "
               f"{out['mean_attempts']:.4g} attempts per job")
     if out.get("clocks"):
         c = out["clocks"]
@@ -296,6 +298,8 @@ REPLAY_FIELDS = {"servers": (None, "default: the log's MaxProcs"),
                  "failure_rate": (None, "per trace time unit"),
                  "max_attempts": (None, ""),
                  "resubmit_delay": (None, ""),
+                 "retry_work": (None, "a trace's retry redoes the recorded work: identical (the default) or another "
+                                "model that does"),
                  "wait_budget": (None, "in the log's time unit; 'exp:MEAN' patience is drawn from --seed"),
                  "on_budget": (None, ""),
                  "requeue_backoff": (None, ""),
