@@ -350,3 +350,21 @@ def test_the_stability_verdict_of_moldable_jobs():
     assert verdict(arrival_rate=1.9, moldable="patience")["verdict"] is None
     assert verdict(arrival_rate=2.0, moldable="patience")["verdict"] == "above"
     assert verdict(arrival_rate=1.0, moldable="take-fraction", take_fraction=0.5, barriers=2)["verdict"] is None
+
+
+def test_stability_limit_of_a_moldable_system_is_its_own_or_refused():
+    """stability_limit of a moldable system once answered the rigid paper's limit (take-fraction at s = 8, k = 4:
+    1.576 for a policy whose limit is 2) or failed on k > s with an unrelated message; now the limit is the
+    moldable one where it is known exactly, and a clear refusal naming the saturated run otherwise."""
+    from barrier_queues.stability import known_limit
+
+    greedy = bq.BarrierSystem(servers=8, tasks=4, moldable="take-fraction", take_fraction=0.5)
+    lim = bq.stability_limit(greedy)
+    assert lim.lambda_max == 2.0 and lim.rho_max == pytest.approx(1.0, rel=1e-15)
+    assert known_limit(greedy)[0] == 2.0
+    fixed = bq.BarrierSystem(servers=8, tasks=4, moldable="fixed", requirement=5)
+    assert bq.stability_limit(fixed).lambda_max == bq.stability_limit(8, 4).lambda_max
+    wide = bq.BarrierSystem(servers=8, tasks=12, moldable="patience")
+    assert known_limit(wide) is None
+    with pytest.raises(bq.ParameterError, match="estimate it with saturated_moldable"):
+        bq.stability_limit(wide)

@@ -67,6 +67,12 @@ def test_a_folder_of_another_kind_is_refused_by_name(tmp_path):
     sweep({"servers": 6, "tasks": 6, "moldable": "patience", "utilization": 0.2}, tmp_path / "grid", **RUN)
     with pytest.raises(bq.ParameterError, match="holds a sweep of simulated systems, not of a trace"):
         trace_sweep(log, {"scheduling": ["fcfs"]}, tmp_path / "grid")
+    old = tmp_path / "old"                       # a trace sweep of the former format: one table, rows in the manifest
+    old.mkdir()
+    manifest = json.loads((tmp_path / "trace" / "manifest.json").read_text())
+    (old / "manifest.json").write_text(json.dumps({**manifest, "rows": {"0": "0123456789abcdef"}}))
+    with pytest.raises(bq.ParameterError, match="former format of its own"):
+        trace_sweep(log, {"scheduling": ["fcfs"]}, old)
 
 
 def test_an_unstable_point_has_no_means(tmp_path):

@@ -52,12 +52,6 @@ def check_moldable(policy: str, take_fraction, patience_wait, requirement=None) 
     return out["take_fraction"], out["patience_wait"], out["requirement"]
 
 
-def utilization_per_rate(servers: int, tasks: int, task_dist=None) -> float:
-    """rho / lambda of moldable jobs: a job brings ``k E[X]`` of work to ``s`` workers whatever workers it takes,
-    so rho = lambda k E[X] / s (the arrival rate for a utilization is rho divided by this)."""
-    return tasks * moldable_system(servers, tasks, "take-random", task_dist=task_dist).mean_task / servers
-
-
 def moldable_system(servers: int, tasks: int, policy: str, take_fraction: float | None = None,
                     patience_wait: str | None = None, barriers: int = 1, task_dist=None,
                     arrival_rate: float | None = None, arrival: str = "poisson",
@@ -111,4 +105,4 @@ def saturated_moldable(servers: int, tasks: int, policy: str, take_fraction: flo
 
 
 __all__ = ["MAX_DRAWS", "PATIENCE_WAITS", "POLICIES", "check_moldable", "moldable_compiled", "moldable_run",
-           "moldable_system", "saturated_moldable", "simulate_moldable", "utilization_per_rate"]
+           "moldable_system", "saturated_moldable", "simulate_moldable"]

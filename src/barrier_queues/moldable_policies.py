@@ -137,6 +137,19 @@ def get(name: str) -> MoldablePolicy:
     return POLICIES[name]
 
 
+def owner(option: str) -> str:
+    """The policy that reads ``option`` (a key of :data:`OPTIONS`)."""
+    return next(p.name for p in POLICIES.values() if p.option == option)
+
+
+def label(policy: str, values) -> str:
+    """``policy`` with the value of its option in ``values`` (a mapping of option names), e.g.
+    ``'take-fraction 0.5'``; the policy alone when it reads none."""
+    option = POLICIES[policy].option if policy in POLICIES else None
+    value = values.get(option) if option is not None else None
+    return policy if value is None else f"{policy} {value}"
+
+
 def check_options(policy: str, **given) -> dict:
     """The options as the policy reads them: its own checked (a required one given, an optional one defaulted),
     every other one refused if given. ``patience_wait`` 'min' is its default and passes everywhere."""
@@ -148,11 +161,11 @@ def check_options(policy: str, **given) -> dict:
             out[name] = spec.check(value)
         elif value is not None and not (name == "patience_wait" and value == "min"):
             raise ParameterError(f"{name} must be given only with moldable "
-                                 f"'{next(p.name for p in POLICIES.values() if p.option == name)}' (got {policy!r})")
+                                 f"'{owner(name)}' (got {policy!r})")
         else:
             out[name] = "min" if name == "patience_wait" else None
     return out
 
 
 __all__ = ["OPTIONS", "PATIENCE_WAITS", "POLICIES", "MoldablePolicy", "PolicyOption", "check_options", "get",
-           "names", "register"]
+           "label", "names", "owner", "register"]

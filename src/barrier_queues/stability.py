@@ -154,6 +154,8 @@ def stability_limit(servers, tasks: int | None = None, needed: int | None = None
         system = BarrierSystem(servers, tasks, needed, barriers, task_rate=task_rate, task_dist=task_dist)
     check_choice("method", method, METHODS)
     max_states = check_int("max_states", max_states, low=1)
+    if system.moldable is not None:                     # moldable jobs: their own limit (moldable_limit)
+        return _moldable_stability_limit(system, method)
     return _stability_limit(system, method, max_states)
 
 
@@ -169,6 +171,17 @@ def _stability_limit_with_failures(system: BarrierSystem, method: str) -> Stabil
     lam, how = found
     work = system.tasks * system.mean_task
     return _limit(system, how, lam, work, work, system.tasks)
+
+
+def _moldable_stability_limit(system: BarrierSystem, method: str) -> StabilityLimit:
+    """A moldable system's limit where :func:`moldable_limit` knows it exactly; refused otherwise."""
+    value, name, exact = moldable_limit(system)
+    if not exact or method not in ("auto", "closed-form"):
+        raise ParameterError(f"the stability limit of moldable jobs is known in closed form for a work-conserving "
+                             f"policy with 1 barrier and for fixed n >= k alone (got {system.kind()}, method "
+                             f"{method!r}); estimate it with saturated_moldable (simulate --moldable ... --saturated)")
+    work = system.tasks * system.mean_task            # a job's k tasks, whatever workers it takes
+    return _limit(system, name, value, work, work, system.tasks)
 
 
 def _stability_limit(system: BarrierSystem, method: str = "auto", max_states: int = MAX_STATES) -> StabilityLimit:
@@ -265,6 +278,9 @@ def known_limit(system: BarrierSystem) -> tuple[float, str] | None:
     knee are not exact, so a simulation is not refused on them).
     """
     system = as_system(system)
+    if system.moldable is not None:
+        value, method, exact = moldable_limit(system)
+        return (value, method) if exact else None
     if system.failure_rate is not None:
         return _failure_limit(system)
     if system.overhead is not None or system.placement != "central" or system.workload is not None:
@@ -337,6 +353,8 @@ def estimated_limit(system: BarrierSystem) -> tuple[float, str, tuple[float, flo
     Computed once per system (the arrival rate does not enter).
     """
     system = as_system(system)
+    if system.moldable is not None:                     # (its bound or exact limit: moldable_limit)
+        return None
     if (system.overhead is None and system.placement == "central" and system.failure_rate is None
             and system.scheduling == "fcfs" and system.release == "fixed" and system.phases == 1
             and (system.tasks_pmf is not None or system.workload is not None or 0 < system.barrier_fraction < 1)):

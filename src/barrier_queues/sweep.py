@@ -142,12 +142,11 @@ def _foreign_options(point: dict) -> set:
     """The options of ``point`` that belong to a discipline or a moldable policy it does not have:
     ``aging_after`` away from ``aging``, a moldable policy's option (:data:`barrier_queues.moldable_policies.
     OPTIONS`) away from that policy's points."""
-    from .moldable_policies import POLICIES
+    from .moldable_policies import OPTIONS, owner
 
-    owner = {p.option: p.name for p in POLICIES.values() if p.option is not None}
     foreign = {"aging_after"} if point.get("scheduling", "fcfs") != "aging" else set()
     if point.get("moldable") is not None:
-        foreign |= {name for name, policy in owner.items() if policy != point["moldable"]}
+        foreign |= {name for name in OPTIONS if owner(name) != point["moldable"]}
     return foreign & set(point)
 
 
@@ -167,16 +166,12 @@ def _own_options(points: list[dict]) -> list[dict]:
             out.append(p)
     kept = {k for p in out for k in p}
     for name in sorted({k for p in points for k in p} - kept):         # given, but no point reads it
-        owner = "scheduling 'aging'" if name == "aging_after" else f"moldable {_owner(name)!r}"
-        raise ParameterError(f"{name} must be given only with {owner} (got no such point in the grid): no point "
+        from .moldable_policies import owner
+
+        reader = "scheduling 'aging'" if name == "aging_after" else f"moldable {owner(name)!r}"
+        raise ParameterError(f"{name} must be given only with {reader} (got no such point in the grid): no point "
                              "of this grid would read it")
     return out
-
-
-def _owner(option: str) -> str:
-    from .moldable_policies import POLICIES
-
-    return next(p.name for p in POLICIES.values() if p.option == option)
 
 
 def point_system(point: dict) -> BarrierSystem:
@@ -846,6 +841,9 @@ def _trace_folder(folder: Path, manifest: dict, points: list) -> dict:
     if old.get("kind") != manifest["kind"]:
         raise ParameterError(f"out folder {str(folder)!r} holds a sweep of {_KINDS.get(old.get('kind'), '?')}, "
                              f"not of {_KINDS[manifest['kind']]}; choose another folder")
+    if "rows" in old:                                   # (the keyed table that trace sweeps wrote before)
+        raise ParameterError(f"out folder {str(folder)!r} holds a trace sweep in the former format of its own (one "
+                             "table, no point files); sweep into a new folder")
     diff = sorted(k for k in (set(manifest) | set(old)) - {"format", "grid", "trace"} if old.get(k) != manifest.get(k))
     if diff:
         raise ParameterError(f"out folder {str(folder)!r} holds a sweep of other settings (differing: "

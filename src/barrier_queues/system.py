@@ -653,9 +653,9 @@ class BarrierSystem:
         if self.node_size is not None:
             parts.append(f"nodes of {self.node_size}")
         if self.moldable is not None:
-            option = next((f" {getattr(self, n)}" for n in ("take_fraction", "requirement", "patience_wait")
-                           if getattr(self, n) is not None), "")
-            parts.append(f"moldable {self.moldable}{option}")
+            from .moldable_policies import label
+
+            parts.append("moldable " + label(self.moldable, vars(self)))
         if self.wait_budget is not None:
             parts.append(f"wait budget {self.wait_budget} ({self.on_budget})")
         if self.hold_timeout is not None:
@@ -718,15 +718,14 @@ def option_fields(command: str | None = None) -> list[dict]:
 def _moldable_meta(name: str, meta: dict) -> dict:
     """The command line of a moldable field from the policy registry: the policies as choices, or the option's
     own kind, range and help (:data:`barrier_queues.moldable_policies.OPTIONS`)."""
-    from .moldable_policies import OPTIONS, POLICIES, names
+    from .moldable_policies import OPTIONS, POLICIES, names, owner
 
     if name == "moldable":
         return {**meta, "kind": "choice", "choices": names(),
                 "help": meta["help"] + ": " + "; ".join(f"{m.name}: {m.help}" for m in POLICIES.values())}
     option = OPTIONS[name]
-    owner = next(m.name for m in POLICIES.values() if m.option == name)
     return {**meta, "kind": option.kind, "low": option.low, "high": option.high, "open_low": option.open_low,
-            "choices": option.choices, "help": f"with --moldable {owner}: {option.help}"}
+            "choices": option.choices, "help": f"with --moldable {owner(name)}: {option.help}"}
 
 
 def as_system(system=None, **kwargs) -> BarrierSystem:

@@ -123,9 +123,9 @@ def _print_simulation(out: dict) -> None:
     if cfg.get("wait_budget") is not None or cfg.get("hold_timeout") is not None:
         extra.append(_clock_words(cfg))
     if cfg.get("moldable") is not None:
-        option = next((f" {cfg[n]}" for n in ("take_fraction", "requirement", "patience_wait")
-                       if cfg.get(n) is not None), "")
-        extra.append(f"moldable jobs: {cfg['moldable']}{option}")
+        from ..moldable_policies import label
+
+        extra.append(f"moldable jobs: {label(cfg['moldable'], cfg)}")
     needed = "" if cfg["needed"] is None else f"l = {cfg['needed']}, "
     print(f"system        s = {cfg['servers']}, k = {k}, {needed}{cfg['barriers']}-barrier, "
           f"barrier fraction {cfg['barrier_fraction']}, task law {_law_words(cfg['task_dist'])}"
